@@ -1,0 +1,1 @@
+"""The published Atlas lesson record: model, loader, rendering and quiz."""

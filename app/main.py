@@ -1,0 +1,45 @@
+"""The ASGI application: ``app.main:app``."""
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+from starlette.middleware.gzip import GZipMiddleware
+
+from app.lesson.loader import LessonLoadError, load_lesson
+from app.routes import health
+from app.security import SecurityHeadersMiddleware
+from app.settings import Settings, get_settings
+
+log = logging.getLogger("atlas")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app: settings, lifespan (load the lesson once), middleware, static, routers."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            app.state.lesson = load_lesson(settings.lesson_path)
+        except LessonLoadError as exc:
+            log.error("refusing to start: %s", exc)
+            raise
+        yield
+
+    app = FastAPI(
+        title="Atlas lab: uneven batches and the global gradient",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.add_middleware(GZipMiddleware, minimum_size=500)
+    app.add_middleware(SecurityHeadersMiddleware)
+    app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")
+    app.include_router(health.router)
+    return app
+
+
+app = create_app()

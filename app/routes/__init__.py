@@ -1,0 +1,1 @@
+"""Thin HTTP layer: each module owns one area and only validates, calls and formats."""

@@ -1,0 +1,186 @@
+"""Shared fixtures: the real app through TestClient, a live uvicorn on loopback, real Chromium."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("ATLAS_TEST_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    return Settings()
+
+
+@pytest.fixture(scope="session")
+def client() -> Iterator[TestClient]:
+    """The real app with its lifespan run (lesson loaded), shared by a test session."""
+    with TestClient(create_app(Settings())) as test_client:
+        yield test_client
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    """A real uvicorn process on loopback."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def start_server(extra_env: dict[str, str] | None = None, timeout: float = 30.0) -> LiveServer:
+    port = free_port()
+    env = {**os.environ, **(extra_env or {})}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "app.main:app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"uvicorn exited with {process.returncode} before serving")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+                return LiveServer(url=url, process=process, env=env)
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"uvicorn did not answer on {url} within {timeout} s")
+
+
+def stop_server(server: LiveServer) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+
+
+@pytest.fixture(scope="session")
+def live_server() -> Iterator[LiveServer]:
+    """One uvicorn on a free loopback port for the whole session."""
+    server = start_server()
+    try:
+        yield server
+    finally:
+        stop_server(server)
+
+
+def chromium_available() -> bool:
+    return Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is not None
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Real Chromium from Debian (never a downloaded build); skipped only outside CI."""
+    if not chromium_available():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but no Chromium at {CHROMIUM}: install the 'chromium' package")
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+@dataclass
+class OffHostLog:
+    """Requests the page tried to send anywhere but 127.0.0.1; each one is blocked."""
+
+    urls: list[str] = field(default_factory=list)
+
+
+def _is_loopback(url: str) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme in ("data", "blob", "about"):
+        return True
+    return parts.hostname in ("127.0.0.1", "localhost", "::1")
+
+
+@pytest.fixture
+def off_host() -> OffHostLog:
+    return OffHostLog()
+
+
+def new_page(browser: Any, off_host: OffHostLog, **context_args: Any) -> Any:
+    """A page in a fresh context whose every non-loopback request is blocked and recorded."""
+    context = browser.new_context(**context_args)
+
+    def guard(route: Any) -> None:
+        url = route.request.url
+        if _is_loopback(url):
+            route.continue_()
+        else:
+            off_host.urls.append(url)
+            route.abort()
+
+    context.route("**/*", guard)
+    return context.new_page()
+
+
+@pytest.fixture
+def page(browser: Any, off_host: OffHostLog) -> Iterator[Any]:
+    """A 1280 px wide page with JavaScript on; fails the test if anything left 127.0.0.1."""
+    page = new_page(browser, off_host, viewport={"width": 1280, "height": 900})
+    try:
+        yield page
+    finally:
+        page.context.close()
+    assert off_host.urls == [], f"requests left 127.0.0.1: {off_host.urls}"
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    """Folder for screenshots that a person opens and looks at (git-ignored)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
