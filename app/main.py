@@ -9,7 +9,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
 from app.lesson.loader import LessonLoadError, load_lesson
-from app.routes import health
+from app.routes import api, confirm, health, lab, pages
 from app.security import SecurityHeadersMiddleware
 from app.settings import Settings, get_settings
 
@@ -38,7 +38,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(GZipMiddleware, minimum_size=500)
     app.add_middleware(SecurityHeadersMiddleware)
     app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")
-    app.include_router(health.router)
+    for module in (pages, lab, api, confirm, health):
+        app.include_router(module.router)
     return app
 
 
