@@ -1,0 +1,1 @@
+// Confirmation panel behaviour (progressive enhancement over htmx).

@@ -1,0 +1,1 @@
+// Lab behaviour (progressive enhancement over htmx).
