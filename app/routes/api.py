@@ -1,5 +1,28 @@
-"""Placeholder router, being written now (see the open issues)."""
+"""JSON API: the gradient lab's arithmetic for any of the three request forms."""
 
-from fastapi import APIRouter
+from typing import Annotated
 
-router = APIRouter()
+from fastapi import APIRouter, Body
+from fastapi.exceptions import RequestValidationError
+
+from app.engine import EngineError
+from app.schemas import (
+    LESSON_EXAMPLES,
+    GradientRequest,
+    GradientResponse,
+    compute,
+    engine_error_detail,
+)
+
+router = APIRouter(prefix="/api", tags=["api"])
+
+
+@router.post("/gradient", response_model=GradientResponse)
+def gradient(
+    request: Annotated[GradientRequest, Body(openapi_examples=LESSON_EXAMPLES)],
+) -> GradientResponse:
+    """Global item-mean gradient against the plain rank mean, with one SGD step under each."""
+    try:
+        return compute(request)
+    except EngineError as error:
+        raise RequestValidationError(engine_error_detail(error)) from error

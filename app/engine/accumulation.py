@@ -1,0 +1,143 @@
+"""Gradient accumulation: averaging unequal microbatch means against one count per window."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.engine.checks import as_floats, finite_results, finite_scalar, quiet_overflow, ranked_items
+from app.engine.errors import EngineError
+from app.engine.gradient import GradientResult, empty_warning, from_means, item_stats
+
+
+@dataclass(frozen=True, slots=True)
+class AccumulationResult:
+    """One update window; ``counts[r][m]`` and ``means[r][m]`` are per rank r, microbatch m.
+
+    ``across_ranks`` is ``from_means`` over the per-rank window counts and window means: its
+    ``global_gradient`` is the window gradient, and its rank mean is what a mean reducer gets
+    when each rank accumulates correctly but the ranks' counts still differ.
+    """
+
+    P: int
+    N: float
+    microbatch_counts: tuple[int, ...]
+    counts: tuple[tuple[float, ...], ...]
+    means: tuple[tuple[float, ...], ...]
+    rank_counts: tuple[float, ...]
+    rank_naive_means: tuple[float, ...]
+    rank_window_means: tuple[float, ...]
+    eta: float
+    w: float
+    naive_gradient: float
+    window_gradient: float
+    scale_factors: tuple[tuple[float, ...], ...]
+    w_new_naive: float
+    w_new_window: float
+    w_new_difference: float
+    across_ranks: GradientResult
+    warnings: tuple[str, ...]
+
+
+@quiet_overflow
+def accumulate(
+    microbatches: Sequence[Sequence[Sequence[float]]],
+    weights: Sequence[Sequence[Sequence[float]]] | None = None,
+    *,
+    eta: float,
+    w: float,
+) -> AccumulationResult:
+    """Compare two ways to turn a window of microbatches on P ranks into one SGD step.
+
+    ``microbatches[r][m]`` lists the targets y of microbatch m on rank r (each rank needs at
+    least one microbatch, ``M_r`` of them; a microbatch may be empty); optional ``weights`` has
+    the same nesting (per-item weights >= 0, 0 = masked). Loss ``½(w - y)²``, gradient ``w - y``.
+    Per microbatch ``n_rm = Σ weight`` and ``ḡ_rm = Σ weight·(w - y) / n_rm`` (0 when empty).
+
+      naive:  ``(1/P) Σ_r (1/M_r) Σ_m ḡ_rm``  — average the microbatch means, then the ranks
+      window: ``g = Σ_rm n_rm ḡ_rm / N`` with ``N = Σ_rm n_rm`` — one count for the window
+
+    With ``scale_factors[r][m] = P·M_r·n_rm / N``, feeding the naive two-level average the
+    scaled means ``scale_factors[r][m]·ḡ_rm`` instead of ``ḡ_rm`` makes it return g.
+    Steps: ``w_new_naive = w - η·naive``, ``w_new_window = w - η g``, and
+    ``w_new_difference = w_new_naive - w_new_window``.
+
+    Raises EngineError for bad shapes or values, a rank without microbatches, or ``N = 0``.
+    """
+    eta = finite_scalar("eta", eta, positive=True)
+    w = finite_scalar("w", w)
+    if isinstance(microbatches, str | bytes) or not microbatches:
+        raise EngineError("microbatches", "microbatches must list at least one rank")
+    if weights is not None and len(weights) != len(microbatches):
+        raise EngineError(
+            "weights",
+            f"weights has {len(weights)} ranks but microbatches has {len(microbatches)}",
+        )
+    ranks = len(microbatches)
+    counts: list[list[float]] = []
+    means: list[list[float]] = []
+    warnings: list[str] = []
+    for r, rank_batches in enumerate(microbatches):
+        if isinstance(rank_batches, str | bytes) or not rank_batches:
+            raise EngineError("microbatches", f"microbatches[{r}] must hold at least one list")
+        pairs = ranked_items(
+            rank_batches,
+            None if weights is None else weights[r],
+            targets_field="microbatches",
+            where=f"[{r}]",
+        )
+        stats = [item_stats(y, weight, w) for y, weight in pairs]
+        counts.append([n for n, _ in stats])
+        means.append([mean for _, mean in stats])
+        warnings.extend(
+            empty_warning(
+                f"microbatch {m} of rank {r}",
+                f"the naive average of rank {r}'s microbatch means",
+                f"M = {len(pairs)}",
+            )
+            for m, (n, _) in enumerate(stats)
+            if n == 0
+        )
+
+    total = float(sum(sum(row) for row in counts))
+    if total == 0:
+        has_items = any(len(batch) for rank in microbatches for batch in rank)
+        field = "weights" if weights is not None and has_items else "microbatches"
+        raise EngineError(field, "no valid items in this update")
+    rank_counts = [sum(row) for row in counts]
+    rank_naive = [float(np.mean(row)) for row in means]
+    rank_window = [
+        float(np.dot(n_row, m_row) / n) if n else 0.0
+        for n_row, m_row, n in zip(counts, means, rank_counts, strict=True)
+    ]
+    naive = float(np.mean(rank_naive))
+    window = float(sum(np.dot(n_row, m_row) for n_row, m_row in zip(counts, means, strict=True)))
+    window /= total
+    scale = [[ranks * len(row) * n / total for n in row] for row in counts]
+    finite_results("microbatches", means=np.array([m for row in means for m in row]))
+    finite_results("microbatches", naive_gradient=naive, window_gradient=window)
+    across = from_means(rank_counts, rank_window, eta=eta, w=w)
+    w_new_naive = w - eta * naive
+    w_new_window = w - eta * window
+    w_new_difference = eta * (window - naive)
+    finite_results("microbatches", w_new_naive=w_new_naive, w_new_window=w_new_window)
+    return AccumulationResult(
+        P=ranks,
+        N=total,
+        microbatch_counts=tuple(len(row) for row in counts),
+        counts=tuple(as_floats(row) for row in counts),
+        means=tuple(as_floats(row) for row in means),
+        rank_counts=as_floats(rank_counts),
+        rank_naive_means=as_floats(rank_naive),
+        rank_window_means=as_floats(rank_window),
+        eta=eta,
+        w=w,
+        naive_gradient=naive,
+        window_gradient=window,
+        scale_factors=tuple(as_floats(row) for row in scale),
+        w_new_naive=w_new_naive,
+        w_new_window=w_new_window,
+        w_new_difference=w_new_difference,
+        across_ranks=across,
+        warnings=(*warnings, *across.warnings),
+    )

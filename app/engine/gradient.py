@@ -1,0 +1,188 @@
+"""One optimizer update's gradient from per-rank counts and means: global item mean vs rank mean."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from app.engine.checks import (
+    FloatArray,
+    as_floats,
+    finite_results,
+    finite_scalar,
+    finite_vector,
+    quiet_overflow,
+    ranked_items,
+)
+from app.engine.errors import EngineError
+
+
+@dataclass(frozen=True, slots=True)
+class GradientResult:
+    """Both reductions of one update; per-rank tuples are indexed by rank ``r = 0 … P-1``."""
+
+    P: int
+    N: float
+    counts: tuple[float, ...]
+    means: tuple[float, ...]
+    eta: float
+    w: float
+    global_gradient: float
+    rank_mean_gradient: float
+    scale_factors: tuple[float, ...]
+    compensated_means: tuple[float, ...]
+    w_new: float
+    w_new_rank_mean: float
+    w_new_difference: float
+    influence_global: tuple[float, ...]
+    influence_rank_mean: tuple[float, ...]
+    warnings: tuple[str, ...]
+
+
+def empty_warning(label: str, plain: str, divisor: str, given_mean: float = 0.0) -> str:
+    """The explanation carried by every result that holds an empty rank or microbatch.
+
+    ``plain`` names the unweighted mean that still counts it, ``divisor`` what that mean divides
+    by (e.g. ``"P = 2"``).
+    """
+    text = (
+        f"{label} has no valid items (count 0): the count-weighted mean gives it no weight"
+        f" (scale factor 0), but {plain} still divides by {divisor} and counts its local mean"
+        " as 0 (the common sum / max(n, 1) guard), which pulls that mean towards 0."
+    )
+    if given_mean != 0.0:
+        text += f" Its given mean {given_mean:g} is ignored: a mean over no items does not exist."
+    return text
+
+
+@quiet_overflow
+def from_means(
+    counts: Sequence[float], means: Sequence[float], *, eta: float, w: float
+) -> GradientResult:
+    """Reduce per-rank mean gradients two ways and take one scalar SGD step with each.
+
+    Inputs, for ``P = len(counts)`` ranks at the shared parameter ``w``:
+      ``counts[r] = nᵣ`` valid-item count at rank r (items, tokens or a sum of sample weights;
+      a non-negative float), ``means[r] = ḡᵣ`` mean local gradient (loss/parameter),
+      ``eta = η > 0`` learning rate (parameter²/loss), ``w`` the parameter.
+
+    Formulas:
+      ``N = Σ nᵣ``, global item mean ``g = Σ nᵣ ḡᵣ / N``,
+      plain rank mean ``(1/P) Σ ḡᵣ`` (an empty rank counts as ḡᵣ = 0),
+      scale factors ``P·nᵣ/N`` and compensated means ``P·nᵣ/N · ḡᵣ`` (their mean is g),
+      ``w_new = w - η g``, ``w_new_rank_mean = w - η·rank mean``, and their difference,
+      per-item influence ``1/N`` (global) against ``1/(P·nᵣ)`` (rank mean), 0 for empty ranks.
+
+    Raises EngineError (naming the field) for mismatched lengths, non-finite or negative input,
+    ``η <= 0``, or ``N = 0`` ("no valid items in this update").
+    """
+    eta = finite_scalar("eta", eta, positive=True)
+    w = finite_scalar("w", w)
+    n = finite_vector("counts", counts, non_negative=True)
+    given = finite_vector("means", means)
+    ranks = int(n.size)
+    if ranks == 0:
+        raise EngineError("counts", "counts must list at least one rank")
+    if given.size != ranks:
+        raise EngineError("means", f"means has {given.size} entries but counts has {ranks}")
+    total = float(n.sum())
+    if total == 0:
+        raise EngineError("counts", "no valid items in this update")
+    empty = n == 0
+    mean = np.where(empty, 0.0, given)
+    warnings = [
+        empty_warning(f"rank {r}", "the plain rank mean", f"P = {ranks}", float(given[r]))
+        for r in np.flatnonzero(empty)
+    ]
+
+    global_gradient = float(np.dot(n, mean) / total)
+    rank_mean_gradient = float(mean.mean())
+    scale = ranks * n / total
+    compensated = scale * mean
+    w_new = w - eta * global_gradient
+    w_new_rank_mean = w - eta * rank_mean_gradient
+    # eta * (g - rank mean) equals the difference of the two steps without their rounding.
+    w_new_difference = eta * (global_gradient - rank_mean_gradient)
+    occupied = np.where(empty, 1.0, n)
+    influence_global = np.where(empty, 0.0, 1.0 / total)
+    influence_rank_mean = np.where(empty, 0.0, 1.0 / (ranks * occupied))
+    finite_results(
+        "means",
+        global_gradient=global_gradient,
+        compensated_means=compensated,
+        w_new=w_new,
+        w_new_rank_mean=w_new_rank_mean,
+        w_new_difference=w_new_difference,
+    )
+    finite_results("counts", N=total, influence_rank_mean=influence_rank_mean)
+    return GradientResult(
+        P=ranks,
+        N=total,
+        counts=as_floats(n),
+        means=as_floats(mean),
+        eta=eta,
+        w=w,
+        global_gradient=global_gradient,
+        rank_mean_gradient=rank_mean_gradient,
+        scale_factors=as_floats(scale),
+        compensated_means=as_floats(compensated),
+        w_new=w_new,
+        w_new_rank_mean=w_new_rank_mean,
+        w_new_difference=w_new_difference,
+        influence_global=as_floats(influence_global),
+        influence_rank_mean=as_floats(influence_rank_mean),
+        warnings=tuple(warnings),
+    )
+
+
+def item_stats(y: FloatArray, weight: FloatArray, w: float) -> tuple[float, float]:
+    """Count ``n = Σ weight`` and weighted mean gradient ``Σ weight·(w - y) / n`` (0 if n = 0)."""
+    n = float(weight.sum())
+    if n == 0:
+        return 0.0, 0.0
+    return n, float(np.dot(weight, w - y) / n)
+
+
+def require_items(
+    pairs: list[tuple[FloatArray, FloatArray]], weights: object, total: float
+) -> None:
+    """``N = 0`` is refused, naming weights when items exist but every one is masked."""
+    if total == 0:
+        has_items = any(y.size for y, _ in pairs)
+        field = "weights" if weights is not None and has_items else "targets"
+        raise EngineError(field, "no valid items in this update")
+
+
+@quiet_overflow
+def from_items(
+    targets: Sequence[Sequence[float]],
+    weights: Sequence[Sequence[float]] | None = None,
+    *,
+    eta: float,
+    w: float,
+) -> GradientResult:
+    """The same two reductions, starting from per-rank targets of ``loss(w; y) = ½(w - y)²``.
+
+    ``targets[r]`` lists rank r's targets y (parameter units); optional ``weights[r]`` has the
+    same length, one non-negative weight per item (0 marks a padded or masked token; without
+    weights every item weighs 1). Per item the gradient is ``w - y``, so per rank
+    ``nᵣ = Σ weights`` and ``ḡᵣ = Σ weight·(w - y) / nᵣ``; everything else is ``from_means``.
+
+    Raises EngineError for ragged weights, non-finite input, negative weights or ``N = 0``.
+    """
+    w = finite_scalar("w", w)
+    pairs = ranked_items(targets, weights)
+    if not pairs:
+        raise EngineError("targets", "targets must list at least one rank")
+    stats = [item_stats(y, weight, w) for y, weight in pairs]
+    masked = [
+        f"rank {r} holds {y.size} items but every one has weight 0 (padded or masked)."
+        for r, (y, weight) in enumerate(pairs)
+        if y.size and not weight.any()
+    ]
+    n, mean = (np.array(column) for column in zip(*stats, strict=True))
+    require_items(pairs, weights, float(n.sum()))
+    finite_results("weights", counts=n)
+    finite_results("targets", means=mean)
+    result = from_means(n.tolist(), mean.tolist(), eta=eta, w=w)
+    return replace(result, warnings=(*result.warnings, *masked))

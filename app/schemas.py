@@ -1,0 +1,410 @@
+"""Request and response models of the gradient lab, shared by the JSON API and the pages.
+
+Validation lives here (shapes, limits, finite numbers, one form per request); the arithmetic
+lives in ``app.engine``. ``compute`` joins the two.
+"""
+
+import math
+from typing import Annotated, Any, Literal, cast
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from app import engine
+from app.engine import EngineError
+
+MAX_RANKS = 64
+MAX_ITEMS = 10_000
+MAX_MICROBATCHES = 64
+MAX_COUNT = 1e12
+MAX_ABS_VALUE = 1e12
+MAX_ETA = 1e6
+MAX_STEPS = engine.MAX_STEPS
+
+Form = Literal["means", "items", "accumulation"]
+FORM_FIELDS: dict[str, Form] = {
+    "counts": "means",
+    "targets": "items",
+    "microbatches": "accumulation",
+}
+
+# What a non-finite float becomes before validation, so no error ever echoes NaN back: an error
+# echoing its input as a float NaN would make the 422 answer itself unserialisable (a 500).
+NON_FINITE_MARKERS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+# The deepest a valid body nests (body, microbatches, rank, microbatch, target) plus slack;
+# anything deeper is replaced too, so error echoes stay shallow.
+MAX_ECHO_DEPTH = 8
+
+
+def _json_safe(value: Any, depth: int = 0) -> Any:
+    """The raw body with non-finite floats as marker strings and over-deep nesting cut off."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return NON_FINITE_MARKERS[repr(value)]
+    if isinstance(value, list | dict) and depth >= MAX_ECHO_DEPTH:
+        return "(nested too deeply)"
+    if isinstance(value, list):
+        return [_json_safe(item, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {key: _json_safe(item, depth + 1) for key, item in value.items()}
+    return value
+
+
+def _refuse_markers(value: Any) -> Any:
+    if isinstance(value, str) and value in NON_FINITE_MARKERS.values():
+        raise PydanticCustomError(
+            "finite_number", "Input should be a finite number, not {value}", {"value": value}
+        )
+    return value
+
+
+# strict: JSON true is not a number; ints are still accepted where a float is expected.
+Finite = Annotated[float, BeforeValidator(_refuse_markers), Field(strict=True, allow_inf_nan=False)]
+Value = Annotated[Finite, Field(ge=-MAX_ABS_VALUE, le=MAX_ABS_VALUE)]
+Count = Annotated[Finite, Field(ge=0, le=MAX_COUNT)]
+RankTargets = Annotated[list[Value], Field(max_length=MAX_ITEMS)]
+RankWeights = Annotated[list[Count], Field(max_length=MAX_ITEMS)]
+RankMicrobatches = Annotated[list[RankTargets], Field(min_length=1, max_length=MAX_MICROBATCHES)]
+RankMicrobatchWeights = Annotated[list[RankWeights], Field(max_length=MAX_MICROBATCHES)]
+
+
+def _weights_nesting(value: Any) -> str:
+    """``per-microbatch`` when the lists hold lists of lists, else ``per-item``."""
+    if isinstance(value, list):
+        for rank in value:
+            if isinstance(rank, list) and any(isinstance(entry, list) for entry in rank):
+                return "per-microbatch"
+    return "per-item"
+
+
+Weights = Annotated[
+    Annotated[list[RankWeights], Tag("per-item")]
+    | Annotated[list[RankMicrobatchWeights], Tag("per-microbatch")],
+    Discriminator(_weights_nesting),
+]
+
+LESSON_EXAMPLES: dict[str, dict[str, Any]] = {
+    "means": {
+        "summary": "Counts and means: the lesson's two ranks",
+        "description": "Counts 2 and 6, means 1 and 3: g = 2.5 against the rank mean 2.0.",
+        "value": {"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10},
+    },
+    "items": {
+        "summary": "Targets per rank, with a 50-step trajectory",
+        "description": "Loss ½(w - y)² at w = 10: fixed points 7.5 (global) and 8 (rank mean).",
+        "value": {"targets": [[9, 9], [7, 7, 7, 7, 7, 7]], "eta": 0.1, "w": 10, "steps": 50},
+    },
+    "accumulation": {
+        "summary": "Two microbatches per rank, accumulated over one window",
+        "description": (
+            "Each rank holds the lesson's microbatches [9, 9] and six 7s: averaging microbatch"
+            " means gives 2.0, the window count gives 2.5."
+        ),
+        "value": {
+            "microbatches": [[[9, 9], [7, 7, 7, 7, 7, 7]], [[9, 9], [7, 7, 7, 7, 7, 7]]],
+            "eta": 0.1,
+            "w": 10,
+        },
+    },
+}
+
+
+def _error(field: str, message: str) -> PydanticCustomError:
+    return PydanticCustomError(
+        "gradient_request", "{field}: {message}", {"field": field, "message": message}
+    )
+
+
+class GradientRequest(BaseModel):
+    """One update to reduce, in exactly one form: ``counts``, ``targets`` or ``microbatches``.
+
+    Fields are validated in declaration order, so the shape checks of ``means`` and ``weights``
+    can see the validated ``counts``, ``targets`` and ``microbatches`` before them.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [example["value"] for example in LESSON_EXAMPLES.values()]},
+    )
+
+    counts: list[Count] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_RANKS,
+        description=(
+            f"Means form: valid-item count nᵣ per rank (items, tokens or a sum of sample weights),"
+            f" 0 ≤ nᵣ ≤ {MAX_COUNT:g}; 1 to {MAX_RANKS} ranks."
+        ),
+    )
+    means: list[Value] | None = Field(
+        default=None,
+        description="Means form: mean local gradient ḡᵣ per rank, same length as counts.",
+    )
+    targets: list[RankTargets] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_RANKS,
+        description=(
+            f"Items form: targets y per rank for loss(w; y) = ½(w - y)²; 1 to {MAX_RANKS} ranks,"
+            f" at most {MAX_ITEMS} items in all; a rank may be empty."
+        ),
+    )
+    microbatches: list[RankMicrobatches] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_RANKS,
+        description=(
+            f"Accumulation form: per rank 1 to {MAX_MICROBATCHES} microbatches, each a list of"
+            f" targets; at most {MAX_ITEMS} items in all; a microbatch may be empty."
+        ),
+    )
+    weights: Weights | None = Field(
+        default=None,
+        description=(
+            "Optional per-item weights ≥ 0 (0 = padded or masked), nested exactly like targets"
+            " or microbatches; without them every item weighs 1."
+        ),
+    )
+    steps: int | None = Field(
+        default=None,
+        strict=True,
+        ge=0,
+        le=MAX_STEPS,
+        description=f"Items form only: SGD steps for the trajectories, 0 to {MAX_STEPS}.",
+    )
+    eta: Finite = Field(
+        gt=0,
+        le=MAX_ETA,
+        description=f"Learning rate η, 0 < η ≤ {MAX_ETA:g}.",
+    )
+    w: Finite = Field(
+        ge=-MAX_ABS_VALUE,
+        le=MAX_ABS_VALUE,
+        description="The shared parameter w before the update.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_form(cls, data: Any) -> Any:
+        """Exactly one form, and only that form's companions (checked on the raw body)."""
+        if not isinstance(data, dict):
+            return data
+        given = [name for name in FORM_FIELDS if data.get(name) is not None]
+        if len(given) != 1:
+            got = ", ".join(given) if given else "none of them"
+            raise _error("counts/targets/microbatches", f"give exactly one of them (got {got})")
+        form = FORM_FIELDS[given[0]]
+        if form == "means" and data.get("means") is None:
+            raise _error("means", "required with counts (one mean gradient per rank)")
+        if form != "means" and data.get("means") is not None:
+            raise _error("means", "belongs to the counts form only")
+        if form == "means" and data.get("weights") is not None:
+            raise _error("weights", "belongs to the targets and microbatches forms only")
+        if form != "items" and data.get("steps") is not None:
+            raise _error("steps", "belongs to the targets form only")
+        return data
+
+    # Defined after _one_form so that it runs first (pydantic runs "before" model validators in
+    # reverse order of definition): every later error then echoes the cleaned body.
+    @model_validator(mode="before")
+    @classmethod
+    def _clean_echo(cls, data: Any) -> Any:
+        return _json_safe(data)
+
+    @field_validator("means")
+    @classmethod
+    def _means_match_counts(cls, means: list[float] | None, info: ValidationInfo) -> Any:
+        counts = info.data.get("counts")
+        if means is not None and counts is not None and len(means) != len(counts):
+            raise _error("means", f"has {len(means)} entries but counts has {len(counts)}")
+        return means
+
+    @field_validator("targets")
+    @classmethod
+    def _targets_limit(cls, targets: list[list[float]] | None) -> Any:
+        if targets is not None and sum(map(len, targets)) > MAX_ITEMS:
+            raise _error("targets", f"at most {MAX_ITEMS} items in all")
+        return targets
+
+    @field_validator("microbatches")
+    @classmethod
+    def _microbatches_limit(cls, microbatches: list[list[list[float]]] | None) -> Any:
+        if microbatches is not None:
+            items = sum(len(batch) for rank in microbatches for batch in rank)
+            if items > MAX_ITEMS:
+                raise _error("microbatches", f"at most {MAX_ITEMS} items in all")
+        return microbatches
+
+    @field_validator("weights")
+    @classmethod
+    def _weights_match(cls, weights: Any, info: ValidationInfo) -> Any:
+        if weights is None:
+            return weights
+        for name in ("targets", "microbatches"):
+            shape_of = info.data.get(name)
+            if shape_of is not None:
+                mismatch = _first_mismatch(weights, shape_of)
+                if mismatch:
+                    raise _error("weights", f"must be nested exactly like {name}: {mismatch}")
+        return weights
+
+    @property
+    def form(self) -> Form:
+        """Which of the three forms this request uses."""
+        if self.counts is not None:
+            return "means"
+        if self.targets is not None:
+            return "items"
+        return "accumulation"
+
+
+def _first_mismatch(weights: Any, shape_of: Any, where: str = "") -> str | None:
+    """Where two nested lists first differ in shape, as ``weights[1] has 3 … targets has 2``."""
+    weights_is_list = isinstance(weights, list)
+    if weights_is_list != isinstance(shape_of, list):
+        kind = "a list" if isinstance(shape_of, list) else "a number"
+        return f"weights{where} must be {kind}"
+    if not weights_is_list:
+        return None
+    if len(weights) != len(shape_of):
+        return f"weights{where} has {len(weights)} entries but should have {len(shape_of)}"
+    for index, (inner, reference) in enumerate(zip(weights, shape_of, strict=True)):
+        mismatch = _first_mismatch(inner, reference, f"{where}[{index}]")
+        if mismatch:
+            return mismatch
+    return None
+
+
+class TrajectoryResponse(BaseModel):
+    """SGD iterates and unpartitioned losses of both schemes (``steps + 1`` entries each)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    steps: int
+    requested_steps: int
+    w_global: list[float]
+    w_rank_mean: list[float]
+    loss_global: list[float]
+    loss_rank_mean: list[float]
+    fixed_point_global: float
+    fixed_point_rank_mean: float
+    loss_minimum: float
+    loss_at_rank_mean_fixed_point: float
+    contraction_global: float
+    contraction_rank_mean: float
+    diverged: bool
+
+
+class AccumulationResponse(BaseModel):
+    """Per rank and microbatch counts and means; naive microbatch averaging vs the window count."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    microbatch_counts: list[int]
+    counts: list[list[float]]
+    means: list[list[float]]
+    rank_counts: list[float]
+    rank_naive_means: list[float]
+    rank_window_means: list[float]
+    naive_gradient: float
+    window_gradient: float
+    scale_factors: list[list[float]]
+    w_new_naive: float
+    w_new_window: float
+    w_new_difference: float
+
+
+class GradientResponse(BaseModel):
+    """Both reductions of one update across ranks; per-rank lists are indexed by rank.
+
+    For the accumulation form the per-rank counts and means are whole-window ones, so
+    ``global_gradient`` is the window gradient; ``accumulation`` adds the microbatch view.
+    """
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    form: Form
+    P: int
+    N: float
+    counts: list[float]
+    means: list[float]
+    eta: float
+    w: float
+    global_gradient: float
+    rank_mean_gradient: float
+    scale_factors: list[float]
+    compensated_means: list[float]
+    w_new: float
+    w_new_rank_mean: float
+    w_new_difference: float
+    influence_global: list[float]
+    influence_rank_mean: list[float]
+    warnings: list[str]
+    trajectory: TrajectoryResponse | None = None
+    accumulation: AccumulationResponse | None = None
+
+
+def compute(request: GradientRequest) -> GradientResponse:
+    """Run the engine for the request's form; raises ``EngineError`` naming a field."""
+    trajectory: TrajectoryResponse | None = None
+    accumulation: AccumulationResponse | None = None
+    warnings: tuple[str, ...] = ()
+    if request.counts is not None:
+        result = engine.from_means(
+            request.counts, request.means or [], eta=request.eta, w=request.w
+        )
+        warnings = result.warnings
+    elif request.targets is not None:
+        weights = cast(list[list[float]] | None, request.weights)
+        result = engine.from_items(request.targets, weights, eta=request.eta, w=request.w)
+        warnings = result.warnings
+        if request.steps is not None:
+            path = engine.trajectory(
+                request.targets, weights, eta=request.eta, w=request.w, steps=request.steps
+            )
+            trajectory = TrajectoryResponse.model_validate(path, from_attributes=True)
+            warnings = (*warnings, *path.warnings)
+    elif request.microbatches is not None:
+        window = engine.accumulate(
+            request.microbatches,
+            cast(list[list[list[float]]] | None, request.weights),
+            eta=request.eta,
+            w=request.w,
+        )
+        result = window.across_ranks
+        accumulation = AccumulationResponse.model_validate(window, from_attributes=True)
+        warnings = window.warnings
+    else:  # unreachable through validation; kept so a hand-built request fails clearly
+        raise EngineError("counts", "give exactly one of counts, targets or microbatches")
+    fields = {
+        name: getattr(result, name)
+        for name in GradientResponse.model_fields
+        if hasattr(result, name)
+    }
+    return GradientResponse(
+        **{**fields, "warnings": list(warnings)},
+        form=request.form,
+        trajectory=trajectory,
+        accumulation=accumulation,
+    )
+
+
+def engine_error_detail(error: EngineError) -> list[dict[str, Any]]:
+    """An ``EngineError`` as FastAPI's 422 ``detail`` list, its ``loc`` naming the body field."""
+    return [
+        {
+            "type": "engine_error",
+            "loc": ["body", error.field],
+            "msg": str(error),
+            "input": None,
+        }
+    ]
