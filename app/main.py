@@ -8,6 +8,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
+from app.confirm.service import ConfirmService
 from app.lesson.loader import LessonLoadError, load_lesson
 from app.routes import api, confirm, health, lab, pages
 from app.security import SecurityHeadersMiddleware
@@ -27,7 +28,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except LessonLoadError as exc:
             log.error("refusing to start: %s", exc)
             raise
-        yield
+        # The torch pool starts in the background: the server answers at once.
+        app.state.confirm = ConfirmService(settings)
+        await app.state.confirm.start()
+        try:
+            yield
+        finally:
+            await app.state.confirm.stop()
 
     app = FastAPI(
         title="Atlas lab: uneven batches and the global gradient",

@@ -1,5 +1,168 @@
-"""Placeholder router, being written now (see the open issues)."""
+"""The real torch.distributed confirmation: JSON API, pool status, and the lab's panel."""
 
-from fastapi import APIRouter
+from typing import Annotated, Any, cast
 
-router = APIRouter()
+from fastapi import APIRouter, Body, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import BaseModel
+from starlette.datastructures import QueryParams
+from starlette.responses import Response
+
+from app.confirm.check import ConfirmResponse, confirm_response
+from app.confirm.convert import JobError, job_from_request
+from app.confirm.pool import ConfirmBusyError, ConfirmUnavailableError
+from app.confirm.service import ConfirmService
+from app.confirm.view import ConfirmView, confirm_view
+from app.engine import EngineError
+from app.labquery import MeansState
+from app.routes import lab, pages
+from app.schemas import LESSON_EXAMPLES, GradientRequest, compute, engine_error_detail
+from app.templating import templates
+
+router = APIRouter(tags=["confirm"])
+
+
+class ConfirmProblem(BaseModel):
+    """Why no confirmation ran: the queue is full (429) or torch cannot run (503)."""
+
+    detail: str
+
+
+class ConfirmStatus(BaseModel):
+    """The pool as this web worker sees it."""
+
+    state: str
+    message: str
+    role: str
+    world_size: int
+    torch_version: str
+
+
+class ConfirmFailedError(Exception):
+    """A confirmation that ended without a result: its HTTP status and message."""
+
+    def __init__(self, status: int, detail: str, retry_after: int | None = None) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.retry_after = retry_after
+
+
+def service(request: Request) -> ConfirmService:
+    return cast(ConfirmService, request.app.state.confirm)
+
+
+async def run_confirmation(request: Request, body: GradientRequest) -> ConfirmResponse:
+    """Engine first (it validates), then the same update on the pool. Raises on any failure."""
+    try:
+        engine = compute(body)
+    except EngineError as error:
+        raise RequestValidationError(engine_error_detail(error)) from error
+    confirm = service(request)
+    try:
+        job, notes = job_from_request(body, confirm.settings.confirm_world_size)
+    except JobError as error:
+        raise RequestValidationError(
+            engine_error_detail(EngineError(error.field, error.message))
+        ) from error
+    try:
+        outcome = await confirm.submit(job)
+    except ConfirmBusyError as busy:
+        raise ConfirmFailedError(429, str(busy), busy.retry_after) from busy
+    except ConfirmUnavailableError as unavailable:
+        raise ConfirmFailedError(503, unavailable.message) from unavailable
+    return confirm_response(job, engine, outcome, notes)
+
+
+def problem(failed: ConfirmFailedError) -> JSONResponse:
+    headers = {"Retry-After": str(failed.retry_after)} if failed.retry_after else None
+    return JSONResponse({"detail": failed.detail}, status_code=failed.status, headers=headers)
+
+
+@router.post(
+    "/api/confirm",
+    response_model=ConfirmResponse,
+    responses={
+        429: {
+            "model": ConfirmProblem,
+            "description": "The confirmation queue is full; retry after the given seconds.",
+            "headers": {
+                "Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}
+            },
+        },
+        503: {
+            "model": ConfirmProblem,
+            "description": "torch is not installed, the confirmation is off, or the pool failed.",
+        },
+    },
+)
+async def confirm_api(
+    request: Request,
+    body: Annotated[GradientRequest, Body(openapi_examples=LESSON_EXAMPLES)],
+) -> Response | ConfirmResponse:
+    """Run the update on real DistributedDataParallel (gloo, CPU) and compare with the engine."""
+    try:
+        return await run_confirmation(request, body)
+    except ConfirmFailedError as failed:
+        return problem(failed)
+
+
+@router.get("/api/confirm/status", response_model=ConfirmStatus)
+async def confirm_status(request: Request) -> ConfirmStatus:
+    """Whether the warm pool is starting, ready or unavailable (and why)."""
+    status = await service(request).status()
+    return ConfirmStatus(
+        state=status.state,
+        message=status.message,
+        role=status.role,
+        world_size=status.world_size,
+        torch_version=status.torch_version,
+    )
+
+
+def lab_request(state: Any) -> GradientRequest:
+    """The lab's validated state as an API body: one update (the trajectory is the engine's)."""
+    if isinstance(state, MeansState):
+        return GradientRequest(
+            counts=list(state.counts), means=list(state.means), eta=state.eta, w=state.w
+        )
+    weights = None if state.weights is None else [list(ws) for ws in state.weights]
+    return GradientRequest(
+        targets=[list(ys) for ys in state.targets], weights=weights, eta=state.eta, w=state.w
+    )
+
+
+@router.post("/lab/confirm", name="confirm_lab", response_class=HTMLResponse)
+async def confirm_lab(request: Request) -> Response:
+    """The lab's state on real torch.distributed: the panel (htmx) or the whole page."""
+    posted = await request.form()
+    # The lab's parser reads text fields, one or several values per name, like a query string.
+    form = QueryParams(
+        [(name, value) for name, value in posted.multi_items() if isinstance(value, str)]
+    )
+    lab_context = lab.page_context(form)
+    state = lab_context["lab_state"]
+    status = 200
+    if state is None:
+        view = ConfirmView(error="Fix the lab's inputs first: the real run takes a valid state.")
+        status = 422
+    else:
+        try:
+            view = confirm_view(await run_confirmation(request, lab_request(state)))
+        except RequestValidationError as invalid:
+            view = ConfirmView(error=str(invalid.errors()[0]["msg"]))
+            status = 422
+        except ConfirmFailedError as failed:
+            view = ConfirmView(error=failed.detail, retry_after=failed.retry_after)
+            status = failed.status
+    if request.headers.get("HX-Request") == "true":
+        context = {**lab_context, "confirm": view}
+        response = templates.TemplateResponse(request, "_confirm.html", context, status_code=status)
+    else:
+        context = {**pages.page_context(request, form), "confirm": view}
+        response = templates.TemplateResponse(request, "lesson.html", context, status_code=status)
+    if view.retry_after:
+        response.headers["Retry-After"] = str(view.retry_after)
+    response.headers["Vary"] = "HX-Request"
+    return response

@@ -1,0 +1,332 @@
+"""Server side of the confirmation: a warm pool of gloo ranks. Imports no torch, ever.
+
+One process (rank 0) imports torch once and forks the other ranks, so the pool holds exactly
+``world`` torch processes (at most 8) and shares torch's pages between them. Every rank has its
+own socket to the server: a job goes only to the ranks of its group, so an idle rank waits in a
+socket read, never inside a collective. A rank that dies, hangs past the deadline or fails makes
+the pool kill every rank by pid, build a fresh pool and retry once.
+"""
+
+import asyncio
+import contextlib
+import json
+import logging
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from app import PROJECT_DIR
+from app.confirm.jobs import DistributedResult, Job, RankReport, assemble
+
+log = logging.getLogger("atlas.confirm")
+
+PoolState = Literal["starting", "ready", "failed", "stopped"]
+
+
+class ConfirmUnavailableError(Exception):
+    """The pool cannot answer (torch missing, turned off, failed to start, or failed twice)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfirmBusyError(Exception):
+    """The queue is full; ``retry_after`` seconds is a fair wait."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"the confirmation queue is full; retry after {retry_after} s")
+        self.retry_after = retry_after
+
+
+class WorkerFaultError(Exception):
+    """A rank died, hung past the deadline or reported an error."""
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    world: int
+    group_timeout: float
+    init_timeout: float
+    job_timeout: float
+    store_dir: Path
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A finished job as the API reports it."""
+
+    result: DistributedResult
+    elapsed_ms: float
+    attempts: int
+    cached: bool = False
+
+
+def process_gone(pid: int) -> bool:
+    """True once ``pid`` no longer exists or is a zombie (dead, waiting to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+class Pool:
+    """The rank processes of one pool and the sockets to them; used from one event loop."""
+
+    def __init__(self, config: PoolConfig) -> None:
+        self.config = config
+        self.state: PoolState = "stopped"
+        self.message = "not started"
+        self.torch_version = ""
+        self.pids: list[int] = []
+        self._process: subprocess.Popen[bytes] | None = None
+        self._readers: list[asyncio.StreamReader] = []
+        self._writers: list[asyncio.StreamWriter] = []
+        self._build_task: asyncio.Task[None] | None = None
+        self._generation = 0
+
+    def start(self) -> None:
+        """Begin building the pool in the background."""
+        self._build_task = asyncio.create_task(self._build())
+
+    async def _build(self) -> None:
+        self.state, self.message = "starting", "starting the torch.distributed ranks"
+        self._generation += 1
+        started = time.monotonic()
+        try:
+            await asyncio.wait_for(self._spawn(), timeout=self.config.init_timeout)
+        except Exception as exc:  # any failure to start is reported, not raised into the server
+            await self._kill()
+            self.state = "failed"
+            self.message = f"the torch.distributed pool did not start: {describe(exc)}"
+            log.error(self.message)
+            return
+        self.state, self.message = "ready", "ready"
+        log.info(
+            "confirm pool of %d gloo ranks ready in %.1f s",
+            self.config.world,
+            time.monotonic() - started,
+        )
+
+    async def _spawn(self) -> None:
+        world = self.config.world
+        pairs = [socket.socketpair() for _ in range(world)]
+        ours = [left for left, _ in pairs]
+        theirs = [right for _, right in pairs]
+        store = self.config.store_dir / f"store-{os.getpid()}-{self._generation}"
+        with contextlib.suppress(FileNotFoundError):
+            store.unlink()
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+        try:
+            self._process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "app.confirm.worker",
+                    "--world",
+                    str(world),
+                    "--store",
+                    str(store),
+                    "--fds",
+                    ",".join(str(sock.fileno()) for sock in theirs),
+                    "--group-timeout",
+                    str(self.config.group_timeout),
+                    "--init-timeout",
+                    str(self.config.init_timeout),
+                ],
+                pass_fds=[sock.fileno() for sock in theirs],
+                stdin=subprocess.DEVNULL,
+                cwd=PROJECT_DIR,
+                env=env,
+                # Its own session: a Ctrl-C on the server's terminal must not reach the ranks.
+                start_new_session=True,
+            )
+        finally:
+            for sock in theirs:
+                sock.close()
+        self.pids = [self._process.pid]
+        streams = [await asyncio.open_unix_connection(sock=sock) for sock in ours]
+        self._readers = [reader for reader, _ in streams]
+        self._writers = [writer for _, writer in streams]
+        spawned = await self._message(0)
+        pids = spawned.get("pids")
+        if not isinstance(pids, list):
+            raise WorkerFaultError(f"rank 0 sent {spawned!r} instead of its pids")
+        self.pids = [int(pid) for pid in pids]
+        for rank in range(world):
+            ready = await self._message(rank)
+            if ready.get("event") != "ready":
+                raise WorkerFaultError(f"rank {rank} sent {ready.get('event')!r} instead of ready")
+            self.torch_version = str(ready["torch"])
+
+    async def _message(self, rank: int) -> dict[str, object]:
+        line = await self._readers[rank].readline()
+        if not line:
+            code = self._process.poll() if self._process is not None else None
+            exited = f" (rank 0 exited with code {code})" if code is not None else ""
+            raise WorkerFaultError(f"rank {rank} closed its socket: the process died{exited}")
+        message: dict[str, object] = json.loads(line)
+        if message.get("event") == "error":
+            raise WorkerFaultError(f"rank {rank} failed: {message.get('message')}")
+        return message
+
+    async def wait_ready(self, timeout: float) -> None:
+        """Wait for a build in progress; build anew if the last one failed; raise if not ready."""
+        if self.state == "failed" or self._build_task is None:
+            self.start()
+        assert self._build_task is not None
+        try:
+            await asyncio.wait_for(asyncio.shield(self._build_task), timeout=timeout)
+        except TimeoutError:
+            raise ConfirmUnavailableError(
+                f"the torch.distributed pool is still starting after {timeout:g} s;"
+                " try again shortly"
+            ) from None
+        if self.state != "ready":
+            raise ConfirmUnavailableError(self.message)
+
+    async def run(self, job: Job) -> DistributedResult:
+        """Send the job to ranks 0…P-1 and gather their reports within the deadline."""
+        size = job.world_size
+        line = job.model_dump_json().encode() + b"\n"
+        for writer in self._writers[:size]:
+            writer.write(line)
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(*(writer.drain() for writer in self._writers[:size])),
+                timeout=self.config.job_timeout,
+            )
+            messages = await asyncio.wait_for(
+                asyncio.gather(*(self._message(rank) for rank in range(size))),
+                timeout=self.config.job_timeout,
+            )
+        except TimeoutError:
+            raise WorkerFaultError(
+                f"no answer from all {size} ranks within {self.config.job_timeout:g} s"
+                " (a rank hung or was stopped)"
+            ) from None
+        except (ConnectionError, OSError) as exc:
+            raise WorkerFaultError(f"a rank's socket failed: {exc}") from exc
+        reports = [RankReport.model_validate(message["report"]) for message in messages]
+        return assemble(job, reports, self.torch_version)
+
+    async def rebuild(self, *, wait: bool) -> None:
+        """Kill every rank by pid, then build a fresh pool (waiting for it if ``wait``)."""
+        await self._kill()
+        self.start()
+        if wait:
+            assert self._build_task is not None
+            await self._build_task
+
+    async def _kill(self) -> None:
+        for writer in self._writers:
+            writer.close()
+        self._readers, self._writers = [], []
+        for pid in self.pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if self._process is not None:
+            process = self._process
+            await asyncio.to_thread(process.wait)
+            self._process = None
+        # Rank 0 lets the kernel reap its children; make sure they are gone before going on.
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and not all(process_gone(pid) for pid in self.pids):
+            await asyncio.sleep(0.01)
+        self.pids = []
+        for leftover in self.config.store_dir.glob(f"store-{os.getpid()}-*"):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+
+    async def stop(self) -> None:
+        """Stop building, kill every rank; the pool leaves no process behind."""
+        if self._build_task is not None and not self._build_task.done():
+            self._build_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._build_task
+        await self._kill()
+        self.state, self.message = "stopped", "stopped"
+
+
+def describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "it was not ready in time"
+    return str(exc) or type(exc).__name__
+
+
+class Scheduler:
+    """One job at a time on one pool, a bounded queue, one retry, and a small result cache."""
+
+    def __init__(
+        self, pool: Pool, *, queue_limit: int, cache_size: int, start_timeout: float
+    ) -> None:
+        self.pool = pool
+        self.queue_limit = queue_limit
+        self.cache_size = cache_size
+        self.start_timeout = start_timeout
+        self.waiting = 0
+        self._slot = asyncio.Lock()
+        self._cache: OrderedDict[str, Outcome] = OrderedDict()
+        self._typical_seconds = 0.05
+
+    def retry_after(self) -> int:
+        """Seconds until the queue has probably drained: its length times a typical job."""
+        return max(1, math.ceil((self.waiting + 1) * self._typical_seconds))
+
+    async def submit(self, job: Job) -> Outcome:
+        key = job.key()
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            hit = self._cache[key]
+            return Outcome(hit.result, hit.elapsed_ms, hit.attempts, cached=True)
+        if self._slot.locked() and self.waiting >= self.queue_limit:
+            raise ConfirmBusyError(self.retry_after())
+        self.waiting += 1
+        try:
+            await self._slot.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            outcome = await self._run(job)
+        finally:
+            self._slot.release()
+        if self.cache_size > 0:
+            self._cache[key] = outcome
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return outcome
+
+    async def _run(self, job: Job) -> Outcome:
+        await self.pool.wait_ready(self.start_timeout)
+        fault: WorkerFaultError | None = None
+        for attempt in (1, 2):
+            started = time.perf_counter()
+            try:
+                result = await self.pool.run(job)
+            except WorkerFaultError as exc:
+                fault = exc
+                log.warning(
+                    "confirm job failed on attempt %d: %s; rebuilding the pool", attempt, exc
+                )
+                # The retry waits for the fresh pool; after a second failure the answer does not.
+                await self.pool.rebuild(wait=attempt == 1)
+                if self.pool.state != "ready":
+                    break
+                continue
+            seconds = time.perf_counter() - started
+            self._typical_seconds = 0.8 * self._typical_seconds + 0.2 * seconds
+            return Outcome(result, seconds * 1000, attempt)
+        raise ConfirmUnavailableError(
+            f"the torch.distributed run failed ({fault}); the pool was rebuilt"
+            f" ({self.pool.message}). Try again in a few seconds."
+        )
