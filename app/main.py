@@ -5,7 +5,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
 from app.confirm.service import ConfirmService
@@ -13,6 +12,7 @@ from app.lesson.loader import LessonLoadError, load_lesson
 from app.routes import api, confirm, health, lab, pages
 from app.security import SecurityHeadersMiddleware
 from app.settings import Settings, get_settings
+from app.templating import AssetFiles
 
 log = logging.getLogger("atlas")
 
@@ -44,7 +44,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.add_middleware(GZipMiddleware, minimum_size=500)
     app.add_middleware(SecurityHeadersMiddleware)
-    app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")
+    app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
     for module in (pages, lab, api, confirm, health):
         app.include_router(module.router)
     return app

@@ -1,7 +1,67 @@
-"""The one Jinja2 environment: renders a whole page, or one `{% block %}` of it alone."""
+"""The one Jinja2 environment (a page, or one `{% block %}` alone) and the asset URLs it writes.
 
+Assets are linked as ``/static/<path>?v=<content hash>``. A request carrying the current hash
+is cached for a year as immutable; any other static request revalidates (ETag, 304).
+"""
+
+import hashlib
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from fastapi.staticfiles import StaticFiles
+from jinja2 import pass_context
+from jinja2.runtime import Context
 from jinja2_fragments.fastapi import Jinja2Blocks
+from starlette.datastructures import URL, QueryParams
+from starlette.responses import Response
+from starlette.types import Scope
 
 from app.settings import get_settings
 
+IMMUTABLE = "public, max-age=31536000, immutable"
+REVALIDATE = "no-cache"
+
 templates = Jinja2Blocks(directory=str(get_settings().templates_dir))
+
+
+@lru_cache(maxsize=256)
+def _digest(path: Path, mtime_ns: int, size: int) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+
+def asset_version(static_dir: Path, relative: str) -> str:
+    """Short content hash of one static file, read once per file state (path, mtime, size)."""
+    path = static_dir / relative
+    stat = path.stat()
+    return _digest(path, stat.st_mtime_ns, stat.st_size)
+
+
+@pass_context
+def static_url(context: Context, relative: str) -> URL:
+    """``url_for("static", path=…)`` plus ``?v=<content hash>``, so it can be cached for good."""
+    request = context["request"]
+    version = asset_version(request.app.state.settings.static_dir, relative)
+    url: URL = request.url_for("static", path=relative)
+    return url.include_query_params(v=version)
+
+
+templates.env.globals["static_url"] = static_url
+
+
+class AssetFiles(StaticFiles):
+    """Static files with an ETag, cached forever when the URL names the file's current hash."""
+
+    def file_response(
+        self,
+        full_path: str | os.PathLike[str],
+        stat_result: os.stat_result,
+        scope: Scope,
+        status_code: int = 200,
+    ) -> Response:
+        response = super().file_response(full_path, stat_result, scope, status_code)
+        requested = QueryParams(scope.get("query_string", b"")).get("v")
+        path = Path(full_path)
+        current = _digest(path, stat_result.st_mtime_ns, stat_result.st_size)
+        response.headers["Cache-Control"] = IMMUTABLE if requested == current else REVALIDATE
+        return response

@@ -1,5 +1,145 @@
-"""Placeholder router, being written now (see the open issues)."""
+"""The lesson page and its quiz answers: one URL, a whole page or (htmx) one question's feedback."""
 
-from fastapi import APIRouter
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
 
-router = APIRouter()
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import HTMLResponse
+from jinja2 import TemplateNotFound
+from starlette.responses import Response
+
+from app.lesson.quiz import (
+    AnswerError,
+    Verdict,
+    check,
+    read_answer,
+    read_results,
+    score,
+    sign_results,
+)
+from app.lesson.render import RenderedLesson, render_lesson
+from app.routes import lab
+from app.templating import templates
+
+SCORE_COOKIE = "atlas_quiz"
+SCORE_COOKIE_AGE = 60 * 60 * 24 * 365
+# The lab's partial follows this section, and the table of contents lists it there.
+LAB_AFTER = "section-6"
+LAB_TEMPLATE = "_lab.html"
+
+
+def _template_exists(name: str) -> bool:
+    try:
+        templates.get_template(name)
+    except TemplateNotFound:
+        return False
+    return True
+
+
+@asynccontextmanager
+async def _render_once(app: FastAPI) -> AsyncIterator[None]:
+    # Runs inside the app's lifespan, after the lesson is loaded: render it once for all requests.
+    app.state.rendered_lesson = render_lesson(app.state.lesson)
+    app.state.lab_available = _template_exists(LAB_TEMPLATE)
+    yield
+
+
+router = APIRouter(tags=["pages"], lifespan=_render_once)
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """What one question shows after a submission: a verdict, or why none could be given."""
+
+    verdict: Verdict | None = None
+    error: AnswerError | None = None
+
+
+def _rendered(request: Request) -> RenderedLesson:
+    rendered: RenderedLesson = request.app.state.rendered_lesson
+    return rendered
+
+
+def _context(
+    request: Request,
+    results: Mapping[str, bool],
+    feedback: Mapping[str, Feedback] | None = None,
+    quiz_error: AnswerError | None = None,
+) -> dict[str, Any]:
+    lesson = _rendered(request)
+    questions = [q.question for q in lesson.questions]
+    return {
+        **lab.page_context(request.query_params),
+        "lesson": lesson,
+        "lab_after": LAB_AFTER,
+        "lab_available": request.app.state.lab_available,
+        "feedback": feedback or {},
+        "quiz_error": quiz_error,
+        "score": score(results, questions),
+    }
+
+
+def page_context(request: Request, query: Mapping[str, str]) -> dict[str, Any]:
+    """The whole page's context with the lab in the state of ``query`` (e.g. a posted form)."""
+    return {**_context(request, _results(request)), **lab.page_context(query)}
+
+
+def _results(request: Request) -> dict[str, bool]:
+    questions = [q.question for q in _rendered(request).questions]
+    secret = request.app.state.settings.secret_key
+    return read_results(request.cookies.get(SCORE_COOKIE), secret, questions)
+
+
+@router.get("/", response_class=HTMLResponse, name="lesson_page")
+def lesson_page(request: Request) -> Response:
+    """The whole lesson: text, formulas, tables, quizzes with the score so far, the lab."""
+    context = _context(request, _results(request))
+    # A lab state in the query that cannot be computed still renders, with its message: 422.
+    status = context.get("lab_status_code", 200)
+    return templates.TemplateResponse(request, "lesson.html", context, status_code=status)
+
+
+@router.post("/quiz", response_class=HTMLResponse, name="answer_quiz")
+async def answer_quiz(request: Request) -> Response:
+    """Check one answer: the question's feedback for htmx, else the whole page at that question."""
+    lesson = _rendered(request)
+    results = _results(request)
+    form = await request.form()
+    fields = {name: form.getlist(name) for name in ("question", "choice")}
+    try:
+        question, chosen = read_answer([q.question for q in lesson.questions], fields)
+    except AnswerError as error:
+        target, feedback, status = error.question, Feedback(error=error), 422
+    else:
+        verdict = check(question, chosen)
+        results[question.id] = verdict.correct
+        target, feedback, status = question, Feedback(verdict=verdict), 200
+    if request.headers.get("HX-Request") == "true":
+        context = {
+            **_context(request, results),
+            "item": lesson.question(target.id) if target else None,
+            "state": feedback,
+            "oob_score": True,
+        }
+        response = templates.TemplateResponse(
+            request, "_quiz.html", context, block_name="feedback", status_code=status
+        )
+    else:
+        if target is None:
+            context = _context(request, results, quiz_error=feedback.error)
+        else:
+            context = _context(request, results, feedback={target.id: feedback})
+        response = templates.TemplateResponse(request, "lesson.html", context, status_code=status)
+    response.headers.add_vary_header("HX-Request")
+    if feedback.verdict is not None:
+        response.set_cookie(
+            SCORE_COOKIE,
+            sign_results(results, request.app.state.settings.secret_key),
+            max_age=SCORE_COOKIE_AGE,
+            httponly=True,
+            samesite="lax",
+            secure=request.url.scheme == "https",
+        )
+    return response
