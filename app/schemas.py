@@ -67,10 +67,19 @@ def _refuse_markers(value: Any) -> Any:
     return value
 
 
-# strict: JSON true is not a number; ints are still accepted where a float is expected.
-Finite = Annotated[float, BeforeValidator(_refuse_markers), Field(strict=True, allow_inf_nan=False)]
-Value = Annotated[Finite, Field(ge=-MAX_ABS_VALUE, le=MAX_ABS_VALUE)]
-Count = Annotated[Finite, Field(ge=0, le=MAX_COUNT)]
+# strict: JSON true is not a number; ints are still accepted where a float is expected. The
+# marker check comes last so that it runs first (and the JSON schema keeps minimum/maximum).
+Finite = Annotated[float, Field(strict=True, allow_inf_nan=False), BeforeValidator(_refuse_markers)]
+Value = Annotated[
+    float,
+    Field(strict=True, allow_inf_nan=False, ge=-MAX_ABS_VALUE, le=MAX_ABS_VALUE),
+    BeforeValidator(_refuse_markers),
+]
+Count = Annotated[
+    float,
+    Field(strict=True, allow_inf_nan=False, ge=0, le=MAX_COUNT),
+    BeforeValidator(_refuse_markers),
+]
 RankTargets = Annotated[list[Value], Field(max_length=MAX_ITEMS)]
 RankWeights = Annotated[list[Count], Field(max_length=MAX_ITEMS)]
 RankMicrobatches = Annotated[list[RankTargets], Field(min_length=1, max_length=MAX_MICROBATCHES)]

@@ -18,10 +18,10 @@ def exact_reference(
     """The lesson's formulas in exact rational arithmetic, written apart from the engine."""
     n = [Fraction(c) for c in counts]
     g_bar = [Fraction(m) if c else Fraction(0) for c, m in zip(n, means, strict=True)]
-    total = sum(n)
+    total = sum(n, Fraction(0))
     ranks = len(n)
-    g = sum(c * m for c, m in zip(n, g_bar, strict=True)) / total
-    rank_mean = sum(g_bar) / ranks
+    g = sum((c * m for c, m in zip(n, g_bar, strict=True)), Fraction(0)) / total
+    rank_mean = sum(g_bar, Fraction(0)) / ranks
     return {
         "N": total,
         "g": g,

@@ -1,0 +1,143 @@
+"""GradientRequest validation (forms, limits, JSON-safe errors) and compute() for each form."""
+
+import json
+import math
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from app.engine import EngineError
+from app.schemas import (
+    LESSON_EXAMPLES,
+    MAX_ITEMS,
+    MAX_RANKS,
+    GradientRequest,
+    GradientResponse,
+    compute,
+    engine_error_detail,
+)
+
+
+def errors_of(body: Any) -> list[dict[str, Any]]:
+    with pytest.raises(ValidationError) as caught:
+        GradientRequest.model_validate(body)
+    return [dict(error) for error in caught.value.errors()]
+
+
+@pytest.mark.parametrize(
+    ("name", "form"), [("means", "means"), ("items", "items"), ("accumulation", "accumulation")]
+)
+def test_request_form_of_each_lesson_example(name: str, form: str) -> None:
+    request = GradientRequest.model_validate(LESSON_EXAMPLES[name]["value"])
+    assert request.form == form
+
+
+def test_request_accepts_json_ints_for_floats() -> None:
+    request = GradientRequest.model_validate_json(
+        '{"counts": [2, 6], "means": [1, 3], "eta": 1, "w": 10}'
+    )
+    assert request.counts == [2.0, 6.0]
+    assert isinstance(request.eta, float)
+
+
+def test_request_weights_nesting_follows_the_form() -> None:
+    items = GradientRequest.model_validate(
+        {"targets": [[9, 9], []], "weights": [[1, 0], []], "eta": 0.1, "w": 10}
+    )
+    window = GradientRequest.model_validate(
+        {"microbatches": [[[9, 9], []]], "weights": [[[1, 0], []]], "eta": 0.1, "w": 10}
+    )
+    assert items.weights == [[1.0, 0.0], []]
+    assert window.weights == [[[1.0, 0.0], []]]
+
+
+def test_request_limits_accept_the_maximum() -> None:
+    per_rank = MAX_ITEMS // MAX_RANKS
+    targets = [[1.0] * per_rank for _ in range(MAX_RANKS)]
+    targets[0] += [1.0] * (MAX_ITEMS - per_rank * MAX_RANKS)
+    request = GradientRequest.model_validate(
+        {"targets": targets, "eta": 0.1, "w": 0, "steps": 1000}
+    )
+    assert sum(map(len, request.targets or [])) == MAX_ITEMS
+
+
+def test_request_one_more_item_is_refused() -> None:
+    errors = errors_of({"targets": [[1.0] * 5000, [1.0] * 5001], "eta": 0.1, "w": 0})
+    assert errors[0]["loc"] == ("targets",)
+    assert "at most 10000 items" in errors[0]["msg"]
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_request_non_finite_errors_are_json_safe(value: float) -> None:
+    body = {
+        "counts": [value],
+        "means": [value],
+        "targets": [[value]],
+        "weights": [[value]],
+        "eta": value,
+        "w": value,
+        "extra": [value],
+    }
+    errors = errors_of(body)
+    json.dumps([{**error, "ctx": None} for error in errors], allow_nan=False)
+    assert "counts/targets/microbatches" in errors[0]["msg"]
+    field_errors = errors_of({"counts": [value], "means": [value], "eta": value, "w": value})
+    assert {error["loc"] for error in field_errors} == {
+        ("counts", 0),
+        ("means", 0),
+        ("eta",),
+        ("w",),
+    }
+    assert all(error["type"] == "finite_number" for error in field_errors)
+    json.dumps([{**error, "ctx": None} for error in field_errors], allow_nan=False)
+
+
+def test_request_model_level_errors_name_the_field() -> None:
+    (error,) = errors_of({"counts": [2, 6], "eta": 0.1, "w": 10})
+    assert error["msg"].startswith("means:")
+    (error,) = errors_of({"counts": [2, 6], "means": [1, 3], "steps": 4, "eta": 0.1, "w": 10})
+    assert error["msg"].startswith("steps:")
+
+
+def test_compute_means_form_lesson_example() -> None:
+    answer = compute(GradientRequest.model_validate(LESSON_EXAMPLES["means"]["value"]))
+    assert isinstance(answer, GradientResponse)
+    assert answer.form == "means"
+    assert answer.global_gradient == pytest.approx(2.5)
+    assert answer.rank_mean_gradient == pytest.approx(2.0)
+    assert answer.trajectory is None
+    assert answer.accumulation is None
+
+
+def test_compute_items_form_carries_trajectory_and_its_warnings() -> None:
+    request = GradientRequest.model_validate(
+        {"targets": [[9, 9], [7, 7, 7, 7, 7, 7]], "eta": 2.5, "w": 10, "steps": 10}
+    )
+    answer = compute(request)
+    assert answer.trajectory is not None
+    assert answer.trajectory.fixed_point_global == pytest.approx(7.5)
+    assert len(answer.trajectory.w_global) == 11
+    assert any("diverges" in text for text in answer.warnings)
+
+
+def test_compute_accumulation_form_uses_window_counts_across_ranks() -> None:
+    request = GradientRequest.model_validate(
+        {"microbatches": [[[9, 9], [7, 7, 7, 7, 7, 7]], [[7, 7]]], "eta": 0.1, "w": 10}
+    )
+    answer = compute(request)
+    assert answer.counts == [8.0, 2.0]
+    assert answer.means == pytest.approx([2.5, 3.0])
+    assert answer.global_gradient == pytest.approx((2 * 1 + 6 * 3 + 2 * 3) / 10)
+    assert answer.accumulation is not None
+    assert answer.accumulation.naive_gradient == pytest.approx((2.0 + 3.0) / 2)
+    assert answer.accumulation.window_gradient == pytest.approx(answer.global_gradient)
+
+
+def test_compute_raises_engine_error_for_no_valid_items() -> None:
+    request = GradientRequest.model_validate({"counts": [0, 0], "means": [0, 0], "eta": 1, "w": 0})
+    with pytest.raises(EngineError) as caught:
+        compute(request)
+    (detail,) = engine_error_detail(caught.value)
+    assert detail["loc"] == ["body", "counts"]
+    assert detail["msg"] == "counts: no valid items in this update"
