@@ -1,13 +1,240 @@
-"""Placeholder router, being written now (see the open issues)."""
+"""The gradient lab: one URL per state, rendered as a fragment for htmx and as the whole page."""
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from starlette.responses import Response
 
-router = APIRouter()
+from app.engine import EngineError, from_items, from_means, ring_allreduce, trajectory
+from app.labquery import (
+    FieldError,
+    LabState,
+    MeansState,
+    ParsedLab,
+    ParsedRing,
+    encode,
+    lab_query_pairs,
+    parse_lab,
+    parse_ring,
+    ring_query_pairs,
+)
+from app.labview import LabView, RingView, lab_view, ring_view
+from app.templating import templates
+
+router = APIRouter(tags=["lab"])
+
+# The input an engine error about a request field points to (its message names the field).
+ENGINE_FIELD_INPUT = {
+    "counts": "lab-count-0",
+    "means": "lab-mean-0",
+    "targets": "lab-targets-0",
+    "weights": "lab-weights-0",
+    "eta": "lab-eta",
+    "w": "lab-w",
+    "steps": "lab-steps",
+    "payload_bytes": "ring-mb",
+    "ranks": "ring-p",
+    "alpha_s": "ring-us",
+    "bandwidth_bytes_per_s": "ring-gbps",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    label: str
+    description: str
+    query: str
+
+
+PRESETS = (
+    Preset(
+        "Lesson example",
+        "counts 2 and 6, means 1 and 3, η 0.1, w 10",
+        "counts=2,6&means=1,3&eta=0.1&w=10",
+    ),
+    Preset(
+        "Equal counts",
+        "4 items on each rank: both schemes agree",
+        "counts=4,4&means=1,3&eta=0.1&w=10",
+    ),
+    Preset(
+        "An empty rank",
+        "rank 2 has no valid items",
+        "counts=2,6,0&means=1,3,0&eta=0.1&w=10",
+    ),
+    Preset(
+        "Lesson example as items",
+        "targets 9,9 and six 7s at w 10: 30 SGD steps",
+        "targets=9,9;7,7,7,7,7,7&eta=0.1&w=10&steps=30",
+    ),
+    Preset(
+        "Heavy padding",
+        "token weights: rank 1 holds 8 positions, 6 of them padding",
+        "targets=9,9,9,9,9,9,9,9;7,7,0,0,0,0,0,0"
+        "&weights=1,1,1,1,1,1,1,1;1,1,0,0,0,0,0,0&eta=0.1&w=10&steps=30",
+    ),
+)
+MODES = (
+    ("means", "Counts and means", PRESETS[0].query),
+    ("items", "Items and weights", PRESETS[3].query),
+)
+PAGE_ROUTE = "lesson_page"
+# The lab answers one URL three ways: whole page, whole lab, or results only.
+VARY = "HX-Request, HX-Target"
+
+
+@dataclass(frozen=True, slots=True)
+class LabPanel:
+    """The lab as the templates see it: inputs as typed, errors, and the view of the result."""
+
+    parsed: ParsedLab
+    view: LabView | None
+    errors: tuple[FieldError, ...]
+    pairs: tuple[tuple[str, str], ...]
+
+    @property
+    def query(self) -> str:
+        """The canonical query string of a valid state ("" while the input is invalid)."""
+        return encode(self.pairs)
+
+    @property
+    def state(self) -> LabState | None:
+        return self.parsed.state if self.view is not None else None
+
+    def error_for(self, input_id: str) -> FieldError | None:
+        return next((e for e in self.errors if e.input_id == input_id), None)
+
+
+@dataclass(frozen=True, slots=True)
+class RingPanel:
+    """The ring all-reduce panel as the templates see it."""
+
+    parsed: ParsedRing
+    view: RingView | None
+    errors: tuple[FieldError, ...]
+    pairs: tuple[tuple[str, str], ...]
+
+    @property
+    def query(self) -> str:
+        return encode(self.pairs)
+
+    def error_for(self, input_id: str) -> FieldError | None:
+        return next((e for e in self.errors if e.input_id == input_id), None)
+
+
+def engine_error(exc: EngineError) -> FieldError:
+    return FieldError(exc.field, ENGINE_FIELD_INPUT.get(exc.field, "lab-form"), exc.message)
+
+
+def ring_panel(query: Mapping[str, str]) -> RingPanel:
+    """Validate and compute the ring all-reduce panel."""
+    parsed = parse_ring(query)
+    state = parsed.state
+    if state is None:
+        return RingPanel(parsed, None, parsed.errors, ())
+    try:
+        cost = ring_allreduce(
+            state.payload_mb * 1e6, state.ranks, state.alpha_us * 1e-6, state.bandwidth_gbps * 1e9
+        )
+    except EngineError as exc:
+        return RingPanel(parsed, None, (engine_error(exc),), ())
+    return RingPanel(parsed, ring_view(cost, state), (), tuple(ring_query_pairs(state)))
+
+
+def lab_panel(query: Mapping[str, str]) -> LabPanel:
+    """Validate the lab state and run the engine on it."""
+    parsed = parse_lab(query)
+    state = parsed.state
+    if state is None:
+        return LabPanel(parsed, None, parsed.errors, ())
+    try:
+        if isinstance(state, MeansState):
+            view = lab_view(from_means(state.counts, state.means, eta=state.eta, w=state.w), state)
+        else:
+            result = from_items(state.targets, state.weights, eta=state.eta, w=state.w)
+            path = trajectory(
+                state.targets, state.weights, eta=state.eta, w=state.w, steps=state.steps
+            )
+            view = lab_view(result, state, path)
+    except EngineError as exc:
+        return LabPanel(parsed, None, (engine_error(exc),), ())
+    return LabPanel(parsed, view, (), tuple(lab_query_pairs(state)))
 
 
 def page_context(query: Mapping[str, str]) -> dict[str, Any]:
     """Template context for the lab inside the lesson page, from the page's query string."""
-    return {}
+    lab = lab_panel(query)
+    ring = ring_panel(query)
+    return {
+        "lab": lab,
+        "ring": ring,
+        "lab_presets": PRESETS,
+        "lab_modes": MODES,
+        "lab_page_route": PAGE_ROUTE,
+        # For the confirmation panel: the canonical lab query ("" while the input is invalid)
+        # and the validated state (None while invalid).
+        "lab_query": lab.query,
+        "lab_state": lab.state,
+        "lab_status_code": 422 if lab.errors or ring.errors else 200,
+    }
+
+
+def page_url(request: Request, *queries: str) -> str:
+    """The lesson page's address for a state: what the browser's address bar should show."""
+    path = request.app.url_path_for(PAGE_ROUTE)
+    query = "&".join(q for q in queries if q)
+    return f"{path}?{query}" if query else str(path)
+
+
+def fragment(
+    request: Request, template: str, context: dict[str, Any], status_code: int, push: str | None
+) -> Response:
+    response = templates.TemplateResponse(request, template, context, status_code=status_code)
+    response.headers["Vary"] = VARY
+    # Only a valid state goes into the address bar and the history; a typo does not.
+    response.headers["HX-Push-Url"] = push or "false"
+    return response
+
+
+@router.get("/lab", name="lab", response_class=HTMLResponse)
+def lab(request: Request) -> Response:
+    """The lab for the state in the query: results fragment (htmx), whole lab, or the whole page."""
+    if request.headers.get("HX-Request") != "true":
+        return full_page(request)
+    context = page_context(request.query_params)
+    panel: LabPanel = context["lab"]
+    ring: RingPanel = context["ring"]
+    status = 200 if panel.view is not None else 422
+    push = page_url(request, panel.query, ring.query) if panel.view is not None else None
+    if request.headers.get("HX-Target") == "lab":
+        return fragment(request, "_lab.html", context, status, push)
+    context["oob_ranks"] = panel.parsed.resized
+    context["oob_carry"] = panel.view is not None
+    return fragment(request, "_lab_results.html", context, status, push)
+
+
+@router.get("/lab/ring", name="lab_ring", response_class=HTMLResponse)
+def lab_ring(request: Request) -> Response:
+    """The ring all-reduce panel for the query: results fragment (htmx) or the whole page."""
+    if request.headers.get("HX-Request") != "true":
+        return full_page(request)
+    context = page_context(request.query_params)
+    panel: LabPanel = context["lab"]
+    ring: RingPanel = context["ring"]
+    status = 200 if ring.view is not None else 422
+    push = page_url(request, panel.query, ring.query) if ring.view is not None else None
+    context["oob_carry"] = ring.view is not None
+    return fragment(request, "_lab_ring_results.html", context, status, push)
+
+
+def full_page(request: Request) -> Response:
+    """The whole lesson page with the lab in this state (the answer without htmx)."""
+    # Imported here: the pages router imports this module for page_context.
+    from app.routes.pages import lesson_page
+
+    response = lesson_page(request)
+    response.headers["Vary"] = VARY
+    return response

@@ -1,1 +1,96 @@
-// Lab behaviour (progressive enhancement over htmx).
+// Lab behaviour (progressive enhancement over htmx). Without this file the number inputs and
+// the submit buttons do everything; with it the sliders appear and mirror the number inputs,
+// 422 fragments (which carry the inline error message) are swapped in, and each input marks
+// itself invalid from the error list the server returned.
+(function () {
+  "use strict";
+
+  function showSliders(root) {
+    root.querySelectorAll("input.lab-slider[hidden]").forEach(function (slider) {
+      var number = document.getElementById(slider.dataset.sync);
+      if (number && number.value !== "") {
+        slider.value = number.value;
+      }
+      slider.hidden = false;
+    });
+  }
+
+  function sliderFor(number) {
+    return document.querySelector('input.lab-slider[data-sync="' + number.id + '"]');
+  }
+
+  // Capture phase: this runs before htmx's listener on the form reads the values, so the
+  // request always carries the slider's new value in the (named) number input.
+  document.addEventListener(
+    "input",
+    function (event) {
+      var input = event.target;
+      if (!(input instanceof HTMLInputElement) || !input.closest("#lab")) {
+        return;
+      }
+      if (input.classList.contains("lab-slider")) {
+        var number = document.getElementById(input.dataset.sync);
+        if (number) {
+          number.value = input.value;
+        }
+      } else if (input.id) {
+        var slider = sliderFor(input);
+        if (slider && input.value !== "" && isFinite(Number(input.value))) {
+          slider.value = input.value;
+        }
+      }
+    },
+    true
+  );
+
+  // A 422 answer is still the lab's answer: it holds the message that names the field.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var detail = event.detail;
+    if (detail.xhr.status === 422 && detail.target && detail.target.closest("#lab")) {
+      detail.shouldSwap = true;
+      detail.isError = false;
+    }
+  });
+
+  // After an update, the inputs of the form it belongs to reflect the returned error list.
+  function markInvalid(results) {
+    var form = results.id === "ring-results"
+      ? document.getElementById("ring-form")
+      : document.getElementById("lab-form");
+    if (!form) {
+      return;
+    }
+    form.querySelectorAll("input[id]").forEach(function (input) {
+      var error = results.querySelector('[data-error-for="' + input.id + '"]');
+      if (error) {
+        input.setAttribute("aria-invalid", "true");
+        input.setAttribute("aria-describedby", error.id);
+      } else {
+        input.removeAttribute("aria-invalid");
+        input.removeAttribute("aria-describedby");
+      }
+    });
+  }
+
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var results = document.getElementById("lab-results");
+    if (results && event.detail.target.closest("#lab")) {
+      markInvalid(results);
+      var ringResults = document.getElementById("ring-results");
+      if (ringResults) {
+        markInvalid(ringResults);
+      }
+    }
+  });
+
+  document.addEventListener("htmx:load", function (event) {
+    showSliders(event.detail.elt);
+  });
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () {
+      showSliders(document);
+    });
+  } else {
+    showSliders(document);
+  }
+})();
