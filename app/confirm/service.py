@@ -75,6 +75,11 @@ class ConfirmService:
         self._stopping = False
 
     @property
+    def off_message(self) -> str:
+        """Why this server cannot confirm at all (torch missing, turned off), else ""."""
+        return self._off_message if self.role == "off" else ""
+
+    @property
     def socket_path(self) -> Path:
         return self.runtime_dir / "pool.sock"
 
