@@ -302,3 +302,7 @@ def test_gradient_random_partitions_give_the_item_mean(
     compensated = sum(answer["compensated_means"]) / ranks
     assert compensated == pytest.approx(float(exact), rel=1e-9, abs=1e-9)
     assert answer["w_new"] == pytest.approx(float(3 - Fraction(1, 2) * exact), abs=1e-9)
+
+
+def test_gradient_subnormal_weight_is_422_not_500(client: TestClient) -> None:
+    assert_refused(post(client, items_with(targets=[[1], [2]], weights=[[5e-324], [1]])), "weights")

@@ -1,7 +1,10 @@
 """The gradient engine against the lesson's worked numbers and an exact Fraction reference."""
 
 import math
+import subprocess
+import sys
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -10,6 +13,7 @@ from hypothesis import strategies as st
 from app.engine import EngineError, from_items, from_means
 
 LESSON_TARGETS = [[9, 9], [7, 7, 7, 7, 7, 7]]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def exact_reference(
@@ -216,3 +220,22 @@ def test_any_partition_gives_the_unpartitioned_mean(
     assert close(result.global_gradient, exact_g, 1000)
     assert close(whole.global_gradient, exact_g, 1000)
     assert close(sum(result.compensated_means) / ranks, exact_g, 1000)
+
+
+def test_engine_imports_no_web_and_no_torch() -> None:
+    probe = (
+        "import sys, app.engine; "
+        "print(sorted(m for m in ('fastapi', 'starlette', 'jinja2', 'pydantic', 'torch')"
+        " if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_from_items_out_of_range_names_an_items_field() -> None:
+    with pytest.raises(EngineError) as caught:
+        from_items([[1.0], [2.0]], [[5e-324], [1.0]], eta=0.1, w=0)
+    assert caught.value.field == "weights"
+    assert "floating-point range" in str(caught.value)

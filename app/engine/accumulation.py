@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.engine.checks import as_floats, finite_results, finite_scalar, quiet_overflow, ranked_items
-from app.engine.errors import EngineError
+from app.engine.errors import EngineError, renamed_fields
 from app.engine.gradient import GradientResult, empty_warning, from_means, item_stats
 
 
@@ -116,7 +116,9 @@ def accumulate(
     scale = [[ranks * len(row) * n / total for n in row] for row in counts]
     finite_results("microbatches", means=np.array([m for row in means for m in row]))
     finite_results("microbatches", naive_gradient=naive, window_gradient=window)
-    across = from_means(rank_counts, rank_window, eta=eta, w=w)
+    count_field = "microbatches" if weights is None else "weights"
+    with renamed_fields({"counts": count_field, "means": "microbatches"}):
+        across = from_means(rank_counts, rank_window, eta=eta, w=w)
     w_new_naive = w - eta * naive
     w_new_window = w - eta * window
     w_new_difference = eta * (window - naive)

@@ -78,7 +78,7 @@ def finite_results(field: str, **values: float | FloatArray) -> None:
         if not np.all(np.isfinite(value)):
             raise EngineError(
                 field,
-                f"the numbers in {field} are out of range: {name} leaves the floating-point range",
+                f"out of range: {name} would leave the floating-point range",
             )
 
 

@@ -14,7 +14,7 @@ from app.engine.checks import (
     quiet_overflow,
     ranked_items,
 )
-from app.engine.errors import EngineError
+from app.engine.errors import EngineError, renamed_fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,5 +184,7 @@ def from_items(
     require_items(pairs, weights, float(n.sum()))
     finite_results("weights", counts=n)
     finite_results("targets", means=mean)
-    result = from_means(n.tolist(), mean.tolist(), eta=eta, w=w)
+    count_field = "targets" if weights is None else "weights"
+    with renamed_fields({"counts": count_field, "means": "targets"}):
+        result = from_means(n.tolist(), mean.tolist(), eta=eta, w=w)
     return replace(result, warnings=(*result.warnings, *masked))
