@@ -6,6 +6,10 @@ from collections.abc import Iterator
 from latex2mathml.converter import convert
 from markupsafe import Markup, escape
 
+_UPRIGHT_LETTER = r'<mi mathvariant="normal">([A-Za-z])</mi>'
+# latex2mathml spells \mathrm{new} as three one-letter <mi>; one multi-letter <mi> is the word
+# (upright by default in MathML Core, and read as a word by screen readers).
+_UPRIGHT_WORD = re.compile(f"(?:{_UPRIGHT_LETTER}){{2,}}")
 _TOKEN = re.compile(r"\\[A-Za-z]+|\\.|\s+|.", re.DOTALL)
 
 _GREEK = {
@@ -22,13 +26,20 @@ def to_mathml(latex: str, *, display: bool) -> Markup:
     """MathML for ``latex``: ``<math display="block">`` or inline, named by its spoken form.
 
     ``aria-label`` carries an English reading (what a screen reader announces) and ``alttext``
-    the LaTeX source. Over-bars are marked ``accent="true"`` so the bar sits on its letter.
+    the LaTeX source. Over-bars are marked ``accent="true"`` so the bar sits on its letter, and
+    an upright word (``\\mathrm{new}``) is one ``<mi>``.
     """
     mathml = convert(latex, display="block" if display else "inline")
     mathml = mathml.replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "", 1)
     mathml = mathml.replace("<mover>", '<mover accent="true">')
+    mathml = _UPRIGHT_WORD.sub(_word, mathml)
     label = f' aria-label="{escape(spoken(latex))}" alttext="{escape(latex.strip())}"'
     return Markup(mathml.replace("<math", "<math" + label, 1))
+
+
+def _word(match: re.Match[str]) -> str:
+    letters = re.findall(_UPRIGHT_LETTER, match.group())
+    return f"<mi>{''.join(letters)}</mi>"
 
 
 def spoken(latex: str) -> str:

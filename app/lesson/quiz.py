@@ -142,9 +142,11 @@ def read_answer(
         raise AnswerError(
             "choice", f"{raw[:20]!r} is not an option number (1 to {count})", question
         )
+    # A digit string is compared by length first: int() of thousands of digits raises.
+    if len(raw.lstrip("0")) > len(str(count)) or not 1 <= int(raw) <= count:
+        shown = raw if len(raw) <= 12 else raw[:12] + "…"
+        raise AnswerError("choice", f"option {shown} does not exist (1 to {count})", question)
     chosen = int(raw)
-    if not 1 <= chosen <= count:
-        raise AnswerError("choice", f"option {chosen} does not exist (1 to {count})", question)
     return question, chosen
 
 
