@@ -1,0 +1,117 @@
+"""The torch-free parts of the confirmation: request to job, assembly, comparison."""
+
+import pytest
+
+from app.confirm.check import confirm_response, job_scale
+from app.confirm.convert import MAX_UNIT_ITEMS, JobError, job_from_request
+from app.confirm.jobs import Job, Microbatch, ModeReport, RankReport, Reference, assemble
+from app.confirm.pool import Outcome, process_gone
+from app.schemas import GradientRequest, compute
+
+
+def lesson_means() -> GradientRequest:
+    return GradientRequest(counts=[2, 6], means=[1, 3], eta=0.1, w=10)
+
+
+def test_means_become_unit_items_with_target_w_minus_mean() -> None:
+    job, notes = job_from_request(lesson_means())
+    assert [[batch.targets for batch in rank] for rank in job.ranks] == [[[9.0] * 2], [[7.0] * 6]]
+    assert [job.rank_count(r) for r in range(2)] == [2.0, 6.0]
+    assert "nᵣ items of weight 1" in notes[0]
+
+
+def test_fractional_counts_become_one_weighted_item_per_rank() -> None:
+    request = GradientRequest(counts=[2.5, 0, 6], means=[1, 4, 3], eta=0.1, w=10)
+    job, notes = job_from_request(request)
+    assert job.ranks[0] == [Microbatch(targets=[9.0], weights=[2.5])]
+    assert job.ranks[1] == [Microbatch(targets=[], weights=[])]
+    assert job.rank_count(2) == 6.0
+    assert "not all whole numbers" in notes[0]
+
+
+def test_huge_whole_counts_become_weighted_items() -> None:
+    request = GradientRequest(counts=[MAX_UNIT_ITEMS, 1], means=[1, 3], eta=0.1, w=10)
+    job, notes = job_from_request(request)
+    assert job.ranks[0][0].weights == [float(MAX_UNIT_ITEMS)]
+    assert "more than" in notes[0]
+
+
+def test_items_keep_weights_and_note_that_steps_stay_with_the_engine() -> None:
+    request = GradientRequest(
+        targets=[[9, 9], [7, 0]], weights=[[1, 1], [1, 0]], eta=0.1, w=10, steps=5
+    )
+    job, notes = job_from_request(request)
+    assert job.ranks[1] == [Microbatch(targets=[7.0, 0.0], weights=[1.0, 0.0])]
+    assert not job.accumulation
+    assert "one update" in notes[0]
+
+
+def test_accumulation_keeps_each_ranks_microbatches() -> None:
+    request = GradientRequest(microbatches=[[[9, 9], [7]], [[]]], eta=0.1, w=10)
+    job, _ = job_from_request(request)
+    assert job.accumulation
+    assert [len(rank) for rank in job.ranks] == [2, 1]
+    assert job.rank_count(0) == 3.0
+    assert job.rank_count(1) == 0.0
+
+
+def test_more_ranks_than_the_pool_is_refused_naming_the_field() -> None:
+    request = GradientRequest(targets=[[1]] * 9, eta=0.1, w=10)
+    with pytest.raises(JobError) as caught:
+        job_from_request(request, max_ranks=8)
+    assert caught.value.field == "targets"
+    assert "1 to 8 ranks" in caught.value.message
+
+
+def report(rank: int, grads: dict[str, float], eta: float = 0.1, w: float = 10.0) -> RankReport:
+    runs = {mode: ModeReport(grad=g, w_new=w - eta * g) for mode, g in grads.items()}
+    return RankReport(
+        rank=rank,
+        pid=100 + rank,
+        count=[2.0, 6.0][rank],
+        total=8.0,
+        runs=runs,  # type: ignore[arg-type]
+        reference=Reference(grad=2.5, w_new=9.75) if rank == 0 else None,
+    )
+
+
+def test_assemble_orders_ranks_and_needs_every_one() -> None:
+    job, _ = job_from_request(lesson_means())
+    modes = {"ddp_default": 2.0, "compensated": 2.5, "comm_hook": 2.5}
+    result = assemble(job, [report(1, modes), report(0, modes)], "2.13.0")
+    assert result.counts == [2.0, 6.0]
+    assert result.ddp_default.grad == [2.0, 2.0]
+    with pytest.raises(ValueError, match="one report per rank"):
+        assemble(job, [report(0, modes)], "2.13.0")
+
+
+def test_comparison_flags_the_rank_mean_and_a_disagreeing_replica() -> None:
+    request = lesson_means()
+    job, notes = job_from_request(request)
+    good = {"ddp_default": 2.0, "compensated": 2.5, "comm_hook": 2.5}
+    result = assemble(job, [report(0, good), report(1, good)], "2.13.0")
+    checked = confirm_response(job, compute(request), Outcome(result, 5.0, 1), notes)
+    assert checked.engine_agrees
+    assert checked.replicas_agree
+    assert checked.ddp_default.objective == "rank mean"
+    assert checked.ddp_default.matches_engine
+    assert not checked.ddp_default.matches_reference
+    assert checked.compensated.matches_reference
+    assert checked.comm_hook.matches_reference
+
+    skewed = {**good, "comm_hook": 2.5000001}
+    result = assemble(job, [report(0, good), report(1, skewed)], "2.13.0")
+    checked = confirm_response(job, compute(request), Outcome(result, 5.0, 1), notes)
+    assert not checked.comm_hook.replicas_agree
+    assert not checked.replicas_agree
+    assert not checked.comm_hook.matches_engine
+    assert not checked.engine_agrees
+
+
+def test_job_scale_follows_the_largest_magnitude() -> None:
+    job = Job(ranks=[[Microbatch(targets=[-3e5, 2], weights=[1, 1])]], eta=0.1, w=10)
+    assert job_scale(job) == 3e5
+
+
+def test_process_gone_for_a_pid_that_does_not_exist() -> None:
+    assert process_gone(2**22 + 12345)
