@@ -1,0 +1,290 @@
+"""The lab through the real app: one URL, a fragment for htmx or the whole page, never a 500."""
+
+# The lab writes true minus and times signs; the expected strings spell them the same way.
+# ruff: noqa: RUF001
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from bs4 import BeautifulSoup, Tag
+from fastapi.testclient import TestClient
+
+from app.routes.lab import PRESETS
+
+LESSON = "counts=2,6&means=1,3&eta=0.1&w=10"
+ITEMS = "targets=9,9;7,7,7,7,7,7&eta=0.1&w=10&steps=30"
+HX = {"HX-Request": "true", "HX-Target": "lab-results"}
+
+
+def soup(text: str) -> BeautifulSoup:
+    return BeautifulSoup(text, "html.parser")
+
+
+def value(page: BeautifulSoup, name: str) -> str:
+    found = page.select_one(f'[data-value="{name}"]')
+    assert isinstance(found, Tag), f"no value {name}"
+    return found.get_text(strip=True)
+
+
+def column(page: BeautifulSoup, name: str) -> list[str]:
+    return [cell.get_text(strip=True) for cell in page.select(f'[data-col="{name}"] .lab-value')]
+
+
+def messages(page: BeautifulSoup) -> list[str]:
+    return [item.get_text(" ", strip=True) for item in page.select(".lab-errors li")]
+
+
+def test_lesson_example_fragment_has_the_lessons_numbers(client: TestClient) -> None:
+    response = client.get(f"/lab?{LESSON}", headers=HX)
+    assert response.status_code == 200
+    page = soup(response.text)
+    assert value(page, "N") == "8"
+    assert value(page, "g") == "2.5"
+    assert value(page, "rank-mean") == "2"
+    assert value(page, "w-new") == "9.75"
+    assert value(page, "w-new-rank-mean") == "9.8"
+    assert value(page, "difference") == "0.05"
+    assert column(page, "factor") == ["0.5", "1.5"]
+    assert column(page, "compensated") == ["0.5", "4.5"]
+    formula = page.select_one('[data-formula="g"]')
+    assert formula is not None
+    assert "(2×1 + 6×3) / 8 = 2.5" in formula.get_text()
+
+
+def test_htmx_gets_only_the_fragment_and_a_plain_get_the_whole_page(client: TestClient) -> None:
+    fragment = client.get(f"/lab?{LESSON}", headers=HX)
+    assert "<html" not in fragment.text
+    assert 'id="lab"' not in fragment.text
+    assert soup(fragment.text).select_one("#lab-results") is not None
+    whole = client.get(f"/lab?{LESSON}")
+    assert whole.status_code == 200
+    page = soup(whole.text)
+    assert page.select_one("html") is not None
+    lab = page.select_one("#lab")
+    assert lab is not None
+    assert value(lab, "w-new") == "9.75"
+    for response in (fragment, whole):
+        assert "HX-Request" in response.headers["Vary"]
+
+
+def test_lesson_page_opens_a_shared_state(client: TestClient) -> None:
+    response = client.get("/?counts=4,4&means=1,3&eta=0.1&w=10")
+    assert response.status_code == 200
+    lab = soup(response.text).select_one("#lab")
+    assert lab is not None
+    assert value(lab, "g") == "2"
+    assert value(lab, "rank-mean") == "2"
+    counts = [field["value"] for field in lab.select('#lab-form input[name="counts"]')]
+    assert counts == ["4", "4"]
+
+
+def test_valid_state_is_pushed_as_the_page_address(client: TestClient) -> None:
+    response = client.get("/lab?counts=2.0&counts=6&means=1&means=3&eta=.1&w=10", headers=HX)
+    assert response.headers["HX-Push-Url"] == f"/?{LESSON}"
+
+
+def test_ring_state_rides_along_in_the_pushed_address(client: TestClient) -> None:
+    response = client.get(f"/lab?{LESSON}&ring_mb=50&ring_p=16&ring_us=5&ring_gbps=25", headers=HX)
+    pushed = parse_qs(urlsplit(response.headers["HX-Push-Url"]).query)
+    assert pushed["ring_mb"] == ["50"]
+    assert pushed["counts"] == ["2,6"]
+
+
+def test_whole_lab_target_renders_controls_and_results(client: TestClient) -> None:
+    response = client.get(f"/lab?{ITEMS}", headers={"HX-Request": "true", "HX-Target": "lab"})
+    assert response.status_code == 200
+    page = soup(response.text)
+    lab = page.select_one("section#lab")
+    assert lab is not None
+    assert [field["value"] for field in lab.select('#lab-form input[name="targets"]')] == [
+        "9,9",
+        "7,7,7,7,7,7",
+    ]
+    assert value(lab, "fixed-global") == "7.5"
+
+
+BAD_INPUTS = [
+    ("counts=2,x&means=1,3&eta=0.1&w=10", "rank 1 count"),
+    ("counts=2,65&means=1,3&eta=0.1&w=10", "rank 1 count"),
+    ("counts=-1,6&means=1,3&eta=0.1&w=10", "rank 0 count"),
+    ("counts=2,6&means=1,3&eta=0&w=10", "η (learning rate)"),
+    ("counts=2,6&means=1,3&eta=-1&w=10", "η (learning rate)"),
+    ("counts=2,6&means=nan,3&eta=0.1&w=10", "rank 0 mean"),
+    ("counts=2,6&means=1,3&eta=0.1&w=inf", "w (parameter)"),
+    ("counts=2,6&means=1&eta=0.1&w=10", "means"),
+    ("counts=0,0&means=1,3&eta=0.1&w=10", "no valid items"),
+    ("P=9&counts=2,6&means=1,3&eta=0.1&w=10", "P (number of ranks)"),
+    ("counts=1,1,1,1,1,1,1,1,1&means=1,1,1,1,1,1,1,1,1", "P (number of ranks)"),
+    ("targets=9,9;7&weights=1&eta=0.1&w=10", "weights"),
+    ("targets=9,9;7&eta=0.1&w=10&steps=5000", "steps"),
+    ("targets=;&eta=0.1&w=10", "no valid items"),
+]
+
+
+@pytest.mark.parametrize(("query", "field"), BAD_INPUTS)
+def test_bad_input_is_422_with_a_message_naming_the_field(
+    client: TestClient, query: str, field: str
+) -> None:
+    fragment = client.get(f"/lab?{query}", headers=HX)
+    assert fragment.status_code == 422
+    assert fragment.headers["HX-Push-Url"] == "false"
+    assert any(field in message for message in messages(soup(fragment.text)))
+    for url in (f"/?{query}", f"/lab?{query}"):
+        whole = client.get(url)
+        assert whole.status_code == 422
+        page = soup(whole.text)
+        assert page.select_one("h1") is not None  # the lesson still renders
+        lab = page.select_one("#lab")
+        assert lab is not None
+        assert any(field in message for message in messages(lab))
+
+
+def test_the_invalid_input_is_marked_and_keeps_what_was_typed(client: TestClient) -> None:
+    lab = soup(client.get("/?counts=2,abc&means=1,3&eta=0.1&w=10").text).select_one("#lab")
+    assert lab is not None
+    field = lab.select_one("#lab-count-1")
+    assert field is not None
+    assert field["value"] == "abc"
+    assert field["aria-invalid"] == "true"
+    assert field["aria-describedby"] == "error-lab-count-1"
+    assert lab.select_one("#error-lab-count-1") is not None
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=[p.label for p in PRESETS])
+def test_every_preset_link_opens_its_state(client: TestClient, preset: object) -> None:
+    page = soup(client.get("/").text)
+    link = page.find("a", string=preset.label)  # type: ignore[attr-defined]
+    assert isinstance(link, Tag)
+    href = str(link["href"])
+    assert href.endswith("#lab")
+    response = client.get(href.split("#")[0])
+    assert response.status_code == 200
+    assert soup(response.text).select_one("#lab-results .lab-figures") is not None
+    fragment = client.get(str(link["hx-get"]), headers={"HX-Request": "true", "HX-Target": "lab"})
+    assert fragment.status_code == 200
+
+
+def test_equal_counts_preset_says_both_schemes_agree(client: TestClient) -> None:
+    page = soup(client.get("/lab?counts=4,4&means=1,3&eta=0.1&w=10", headers=HX).text)
+    assert value(page, "g") == value(page, "rank-mean") == "2"
+    assert page.select_one(".lab-verdict-agree") is not None
+
+
+def test_empty_rank_shows_a_warning(client: TestClient) -> None:
+    page = soup(client.get("/lab?counts=2,6,0&means=1,3,0&eta=0.1&w=10", headers=HX).text)
+    warnings = page.select(".lab-warnings li")
+    assert any("rank 2 has no valid items" in w.get_text() for w in warnings)
+    live = page.select_one(".lab-notes")
+    assert live is not None
+    assert live["role"] == "status"
+    assert column(page, "factor") == ["0.75", "2.25", "0"]
+
+
+def test_items_form_draws_w_over_the_steps_for_both_schemes(client: TestClient) -> None:
+    page = soup(client.get(f"/lab?{ITEMS}", headers=HX).text)
+    chart = page.select_one("#lab-chart-trajectory-title")
+    assert chart is not None
+    svg = chart.find_parent("svg")
+    assert isinstance(svg, Tag)
+    lines = svg.select("polyline.chart-line")
+    assert len(lines) == 2
+    assert all(len(str(line["points"]).split()) == 31 for line in lines)
+    assert value(page, "fixed-global") == "7.5"
+    assert value(page, "fixed-rank-mean") == "8"
+    assert value(page, "g") == "2.5"
+    assert value(page, "w-new-rank-mean") == "9.8"
+
+
+def test_heavy_padding_counts_only_weighted_tokens(client: TestClient) -> None:
+    page = soup(client.get(f"/lab?{PRESETS[4].query}", headers=HX).text)
+    assert value(page, "N") == "10"  # 8 valid tokens on rank 0, 2 on rank 1
+    assert [c.get_text() for c in page.select('[data-col="count"]')] == ["8", "2"]
+
+
+def test_charts_are_labelled_svg(client: TestClient) -> None:
+    page = soup(client.get(f"/lab?{LESSON}", headers=HX).text)
+    charts = page.select("svg[role=img]")
+    assert len(charts) == 2
+    for svg in charts:
+        title, desc = svg.find("title"), svg.find("desc")
+        assert title is not None
+        assert desc is not None
+        assert str(svg["aria-labelledby"]).split() == [title["id"], desc["id"]]
+    assert "rank 0 2, rank 1 6" in page.select_one("#lab-chart-counts-desc").get_text()  # type: ignore[union-attr]
+
+
+def test_changing_p_renders_the_rank_rows_out_of_band(client: TestClient) -> None:
+    response = client.get("/lab?P=3&counts=2&counts=6&means=1&means=3&eta=0.1&w=10", headers=HX)
+    page = soup(response.text)
+    rows = page.select_one("#lab-ranks")
+    assert rows is not None
+    assert rows["hx-swap-oob"] == "true"
+    assert len(rows.select(".lab-rank")) == 3
+    assert value(page, "N") == "12"
+    plain = soup(client.get(f"/lab?{LESSON}", headers=HX).text)
+    assert plain.select_one("#lab-ranks") is None
+
+
+def test_controls_have_labels_naming_rank_and_quantity(client: TestClient) -> None:
+    lab = soup(client.get(f"/?{LESSON}").text).select_one("#lab")
+    assert lab is not None
+    for control in lab.select("#lab-form input:not([type=hidden])"):
+        if control.get("id"):
+            label = lab.select_one(f'label[for="{control["id"]}"]')
+            assert label is not None, control
+            named = label.get_text(" ", strip=True)
+        else:
+            label = lab.select_one(f"#{control['aria-labelledby']}")
+            assert label is not None, control
+            named = label.get_text(" ", strip=True)
+        assert named
+    count = lab.select_one('label[for="lab-count-1"]')
+    assert count is not None
+    assert count.get_text(" ", strip=True).startswith("rank 1 count")
+
+
+def test_without_javascript_the_form_gets_the_same_url(client: TestClient) -> None:
+    lab = soup(client.get(f"/?{LESSON}").text).select_one("#lab")
+    assert lab is not None
+    form = lab.select_one("form#lab-form")
+    assert form is not None
+    assert form["method"] == "get"
+    action = urlsplit(str(form["action"]))
+    assert (action.path, action.fragment) == ("/", "lab")
+    assert form.select_one("button[type=submit]") is not None
+    fields = [(f["name"], f.get("value", "")) for f in form.select("input[name]")]
+    query = "&".join(f"{name}={value}" for name, value in fields)
+    response = client.get(f"/?{query}")
+    assert response.status_code == 200
+    assert value(soup(response.text), "w-new") == "9.75"
+
+
+def test_no_inline_scripts_or_styles_in_the_lab(client: TestClient) -> None:
+    lab = soup(client.get(f"/?{ITEMS}").text).select_one("#lab")
+    assert lab is not None
+    assert lab.select("script") == []
+    assert lab.select("[style]") == []
+    assert not [tag for tag in lab.find_all(True) if any(a.startswith("on") for a in tag.attrs)]
+
+
+def test_ring_panel_fragment_and_errors(client: TestClient) -> None:
+    hx = {"HX-Request": "true", "HX-Target": "ring-results"}
+    response = client.get(
+        f"/lab/ring?ring_mb=100&ring_p=8&ring_us=10&ring_gbps=10&{LESSON}", headers=hx
+    )
+    assert response.status_code == 200
+    page = soup(response.text)
+    assert value(page, "ring-time") == "17.64 ms"
+    assert value(page, "count-time") == "140 µs"
+    assert response.headers["HX-Push-Url"] == f"/?{LESSON}"
+    carry = page.select_one("#lab-carry-ring")
+    assert carry is not None
+    assert carry["hx-swap-oob"] == "true"
+    bad = client.get("/lab/ring?ring_mb=abc&ring_p=1", headers=hx)
+    assert bad.status_code == 422
+    found = messages(soup(bad.text))
+    assert any("payload S" in m for m in found)
+    assert any("ranks P" in m for m in found)
+    whole = client.get("/lab/ring?ring_gbps=0")
+    assert whole.status_code == 422
+    assert any("bandwidth B" in m for m in messages(soup(whole.text)))

@@ -1,0 +1,168 @@
+"""The lab's URL state: parsed, validated without clamping, and written back canonically."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from starlette.datastructures import QueryParams
+
+from app.labquery import (
+    ItemsState,
+    MeansState,
+    ParsedLab,
+    RingState,
+    encode,
+    lab_query_pairs,
+    parse_lab,
+    parse_ring,
+    ring_query_pairs,
+)
+
+
+def parse(query: str) -> ParsedLab:
+    return parse_lab(QueryParams(query))
+
+
+def test_lesson_query_gives_the_lesson_state() -> None:
+    parsed = parse("counts=2,6&means=1,3&eta=0.1&w=10")
+    assert parsed.errors == ()
+    assert parsed.state == MeansState(counts=(2.0, 6.0), means=(1.0, 3.0), eta=0.1, w=10.0)
+
+
+def test_empty_query_gives_the_lesson_example() -> None:
+    assert parse("").state == MeansState((2.0, 6.0), (1.0, 3.0), 0.1, 10.0)
+
+
+def test_repeated_parameters_from_a_plain_form_equal_the_compact_syntax() -> None:
+    form = parse("counts=2&counts=6&means=1&means=3&eta=0.1&w=10")
+    assert form.state == parse("counts=2,6&means=1,3&eta=0.1&w=10").state
+
+
+def test_canonical_query_round_trips() -> None:
+    state = parse("counts=2.0,6&means=1,3.50&eta=.1&w=10").state
+    assert state is not None
+    assert encode(lab_query_pairs(state)) == "counts=2,6&means=1,3.5&eta=0.1&w=10"
+
+
+def test_items_query_with_weights_and_an_empty_rank() -> None:
+    parsed = parse("targets=9,9;7,7,0;&weights=;1,1,0;&eta=0.1&w=10&steps=5")
+    assert parsed.errors == ()
+    assert parsed.state == ItemsState(
+        targets=((9.0, 9.0), (7.0, 7.0, 0.0), ()),
+        weights=((1.0, 1.0), (1.0, 1.0, 0.0), ()),
+        eta=0.1,
+        w=10.0,
+        steps=5,
+    )
+    assert encode(lab_query_pairs(parsed.state)) == (
+        "targets=9,9;7,7,0;&weights=1,1;1,1,0;&eta=0.1&w=10&steps=5"
+    )
+
+
+def test_items_without_weights_keep_weights_out_of_the_query() -> None:
+    state = parse("targets=9,9;7,7,7,7,7,7&eta=0.1&w=10").state
+    assert isinstance(state, ItemsState)
+    assert state.weights is None
+    assert state.steps == 30
+    assert encode(lab_query_pairs(state)) == "targets=9,9;7,7,7,7,7,7&eta=0.1&w=10&steps=30"
+
+
+def test_p_adds_default_ranks_and_drops_the_last_ones() -> None:
+    grown = parse("P=3&counts=2&counts=6&means=1&means=3&eta=0.1&w=10")
+    assert grown.resized
+    assert grown.state == MeansState((2.0, 6.0, 4.0), (1.0, 3.0, 2.0), 0.1, 10.0)
+    shrunk = parse("P=1&counts=2,6&means=1,3&eta=0.1&w=10")
+    assert shrunk.resized
+    assert shrunk.state == MeansState((2.0,), (1.0,), 0.1, 10.0)
+    same = parse("P=2&counts=2,6&means=1,3&eta=0.1&w=10")
+    assert not same.resized
+
+
+@pytest.mark.parametrize(
+    ("query", "param", "words"),
+    [
+        ("counts=2,x&means=1,3", "counts", "rank 1 count"),
+        ("counts=2,65&means=1,3", "counts", "rank 1 count"),
+        ("counts=-1,6&means=1,3", "counts", "rank 0 count"),
+        ("counts=2,6&means=nan,3", "means", "rank 0 mean"),
+        ("counts=2,6&means=1,inf", "means", "rank 1 mean"),
+        ("counts=2,6&means=1,3&eta=0", "eta", "η"),
+        ("counts=2,6&means=1,3&eta=-0.5", "eta", "η"),
+        ("counts=2,6&means=1,3&w=", "w", "w (parameter)"),
+        ("counts=2,6&means=1", "means", "means"),
+        ("counts=1,1,1,1,1,1,1,1,1&means=1,1,1,1,1,1,1,1,1", "counts", "P (number of ranks)"),
+        ("P=9&counts=2,6&means=1,3", "P", "P (number of ranks)"),
+        ("P=two&counts=2,6&means=1,3", "P", "P (number of ranks)"),
+        ("targets=9,x;7", "targets", "rank 0 targets"),
+        ("targets=9,9;7&weights=1,1", "weights", "weights"),
+        ("targets=9,9;7&weights=1;1", "weights", "rank 0 weights"),
+        ("targets=9,9;7&weights=1,-1;1", "weights", "rank 0 weights"),
+        ("targets=9,9;7&steps=0", "steps", "steps"),
+        ("targets=9,9;7&steps=1001", "steps", "steps"),
+    ],
+)
+def test_bad_input_is_an_error_naming_the_field(query: str, param: str, words: str) -> None:
+    parsed = parse(query)
+    assert parsed.state is None
+    assert any(e.param == param and words in e.message for e in parsed.errors), parsed.errors
+
+
+def test_out_of_range_count_is_refused_not_clamped() -> None:
+    parsed = parse("counts=2,100&means=1,3")
+    assert parsed.state is None
+    (error,) = parsed.errors
+    assert "from 0 to 64" in error.message
+    assert "100" in error.message
+    assert error.input_id == "lab-count-1"
+
+
+def test_the_form_keeps_what_was_typed() -> None:
+    parsed = parse("counts=2,abc&means=1,3&eta=0.1&w=10")
+    assert [rank.first for rank in parsed.form.ranks] == ["2", "abc"]
+
+
+def test_ring_defaults_stay_out_of_the_query() -> None:
+    parsed = parse_ring(QueryParams(""))
+    assert parsed.state == RingState(100.0, 8, 10.0, 10.0)
+    assert ring_query_pairs(parsed.state) == []
+    changed = parse_ring(QueryParams("ring_mb=50&ring_p=16"))
+    assert changed.state is not None
+    assert encode(ring_query_pairs(changed.state)) == (
+        "ring_mb=50&ring_p=16&ring_us=10&ring_gbps=10"
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "param"),
+    [
+        ("ring_mb=0", "ring_mb"),
+        ("ring_p=1", "ring_p"),
+        ("ring_p=2.5", "ring_p"),
+        ("ring_us=-1", "ring_us"),
+        ("ring_gbps=x", "ring_gbps"),
+        ("ring_gbps=inf", "ring_gbps"),
+    ],
+)
+def test_bad_ring_input_names_the_field(query: str, param: str) -> None:
+    parsed = parse_ring(QueryParams(query))
+    assert parsed.state is None
+    assert [e.param for e in parsed.errors] == [param]
+
+
+finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
+counts = st.floats(min_value=0, max_value=64, allow_nan=False)
+
+
+@given(
+    st.integers(min_value=1, max_value=8).flatmap(
+        lambda p: st.tuples(
+            st.lists(counts, min_size=p, max_size=p), st.lists(finite, min_size=p, max_size=p)
+        )
+    ),
+    st.floats(min_value=1e-6, max_value=10, allow_nan=False),
+    finite,
+)
+def test_any_valid_means_state_survives_its_own_url(
+    ranks: tuple[list[float], list[float]], eta: float, w: float
+) -> None:
+    state = MeansState(tuple(ranks[0]), tuple(ranks[1]), eta, w)
+    assert parse(encode(lab_query_pairs(state))).state == state
