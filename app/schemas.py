@@ -96,8 +96,8 @@ def _weights_nesting(value: Any) -> str:
 
 
 Weights = Annotated[
-    Annotated[list[RankWeights], Tag("per-item")]
-    | Annotated[list[RankMicrobatchWeights], Tag("per-microbatch")],
+    Annotated[list[RankWeights], Field(max_length=MAX_RANKS), Tag("per-item")]
+    | Annotated[list[RankMicrobatchWeights], Field(max_length=MAX_RANKS), Tag("per-microbatch")],
     Discriminator(_weights_nesting),
 ]
 
@@ -156,6 +156,7 @@ class GradientRequest(BaseModel):
     )
     means: list[Value] | None = Field(
         default=None,
+        max_length=MAX_RANKS,
         description="Means form: mean local gradient ḡᵣ per rank, same length as counts.",
     )
     targets: list[RankTargets] | None = Field(

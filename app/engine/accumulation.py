@@ -7,7 +7,13 @@ import numpy as np
 
 from app.engine.checks import as_floats, finite_results, finite_scalar, quiet_overflow, ranked_items
 from app.engine.errors import EngineError, renamed_fields
-from app.engine.gradient import GradientResult, empty_warning, from_means, item_stats
+from app.engine.gradient import (
+    GradientResult,
+    empty_warning,
+    from_means,
+    item_stats,
+    require_items,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +83,7 @@ def accumulate(
     counts: list[list[float]] = []
     means: list[list[float]] = []
     warnings: list[str] = []
+    every_pair = []
     for r, rank_batches in enumerate(microbatches):
         if isinstance(rank_batches, str | bytes) or not rank_batches:
             raise EngineError("microbatches", f"microbatches[{r}] must hold at least one list")
@@ -86,6 +93,7 @@ def accumulate(
             targets_field="microbatches",
             where=f"[{r}]",
         )
+        every_pair.extend(pairs)
         stats = [item_stats(y, weight, w) for y, weight in pairs]
         counts.append([n for n, _ in stats])
         means.append([mean for _, mean in stats])
@@ -100,10 +108,7 @@ def accumulate(
         )
 
     total = float(sum(sum(row) for row in counts))
-    if total == 0:
-        has_items = any(len(batch) for rank in microbatches for batch in rank)
-        field = "weights" if weights is not None and has_items else "microbatches"
-        raise EngineError(field, "no valid items in this update")
+    require_items(every_pair, total, "microbatches")
     rank_counts = [sum(row) for row in counts]
     rank_naive = [float(np.mean(row)) for row in means]
     rank_window = [

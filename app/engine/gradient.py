@@ -144,12 +144,11 @@ def item_stats(y: FloatArray, weight: FloatArray, w: float) -> tuple[float, floa
 
 
 def require_items(
-    pairs: list[tuple[FloatArray, FloatArray]], weights: object, total: float
+    pairs: list[tuple[FloatArray, FloatArray]], total: float, items_field: str = "targets"
 ) -> None:
-    """``N = 0`` is refused, naming weights when items exist but every one is masked."""
+    """``N = 0`` is refused, naming ``weights`` when items exist but every one is masked."""
     if total == 0:
-        has_items = any(y.size for y, _ in pairs)
-        field = "weights" if weights is not None and has_items else "targets"
+        field = "weights" if any(y.size for y, _ in pairs) else items_field
         raise EngineError(field, "no valid items in this update")
 
 
@@ -181,7 +180,7 @@ def from_items(
         if y.size and not weight.any()
     ]
     n, mean = (np.array(column) for column in zip(*stats, strict=True))
-    require_items(pairs, weights, float(n.sum()))
+    require_items(pairs, float(n.sum()))
     finite_results("weights", counts=n)
     finite_results("targets", means=mean)
     count_field = "targets" if weights is None else "weights"

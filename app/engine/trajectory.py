@@ -100,7 +100,7 @@ def trajectory(
     rank_of = np.repeat(np.arange(ranks), [item_y.size for item_y, _ in pairs])
     counts = np.bincount(rank_of, weights=weight, minlength=ranks)
     total = float(counts.sum())
-    require_items(pairs, weights, total)
+    require_items(pairs, total)
     occupied = counts > 0
     divisor = np.where(occupied, counts, 1.0)
 
