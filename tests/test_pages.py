@@ -78,7 +78,8 @@ def test_page_never_carries_answers_before_submission(fresh: TestClient) -> None
     assert "Answer and reasoning" not in page
     for question in QUESTIONS:
         assert question.reasoning not in page
-        assert "Correct." not in page and "Incorrect." not in page
+        assert "Correct." not in page
+        assert "Incorrect." not in page
     soup = soup_of(fresh.get("/"))
     for question in QUESTIONS:
         box = soup.find(id=f"quiz-{question.id}")

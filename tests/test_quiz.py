@@ -43,7 +43,7 @@ def test_parsed_answers_match_the_published_ones() -> None:
 
 def test_reasoning_is_the_text_after_the_answer() -> None:
     assert QUESTIONS[0].reasoning == (
-        "The weighted numerator is 2×1+6×3=20 across eight items, so the result is 2.5."
+        "The weighted numerator is 2\u00d71+6\u00d73=20 across eight items, so the result is 2.5."
     )
     assert QUESTIONS[1].reasoning.startswith("Scaling by P nᵣ/N gives 0.5 and 1.5")
     assert QUESTIONS[2].reasoning == (
@@ -55,7 +55,9 @@ def test_answer_derives_from_the_lesson_arithmetic() -> None:
     # An independent check of question 1 and 2: the global item mean and the scale factors.
     counts, means = (2, 6), (1.0, 3.0)
     total = sum(counts)
-    assert float(QUESTIONS[0].answer) == sum(n * m for n, m in zip(counts, means)) / total
+    assert (
+        float(QUESTIONS[0].answer) == sum(n * m for n, m in zip(counts, means, strict=True)) / total
+    )
     factors = [len(counts) * n / total for n in counts]
     assert QUESTIONS[1].answer == f"{factors[0]:g} and {factors[1]:g}"
 
