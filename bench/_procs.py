@@ -1,0 +1,64 @@
+"""Read a process tree from /proc: children, resident memory, and which processes hold torch."""
+
+from pathlib import Path
+
+PROC = Path("/proc")
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    # The command name sits in parentheses and may itself hold spaces or parentheses.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return int(fields[1])
+
+
+def _parents() -> dict[int, int]:
+    parents = {}
+    for entry in PROC.iterdir():
+        if entry.name.isdigit():
+            parent = _parent(int(entry.name))
+            if parent is not None:
+                parents[int(entry.name)] = parent
+    return parents
+
+
+def children(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid``."""
+    return [child for child, parent in _parents().items() if parent == pid]
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (children, grandchildren, ...), in no special order."""
+    parents = _parents()
+    found: list[int] = []
+    frontier = [root]
+    while frontier:
+        current = frontier.pop()
+        kids = [pid for pid, parent in parents.items() if parent == current]
+        found.extend(kids)
+        frontier.extend(kids)
+    return found
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of one process (not its children), from /proc/<pid>/status."""
+    for line in (PROC / str(pid) / "status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def holds_torch(pid: int) -> bool:
+    """Whether the process has torch's C++ library mapped, i.e. it imported torch."""
+    try:
+        return "libtorch" in (PROC / str(pid) / "maps").read_text()
+    except OSError:
+        return False
+
+
+def torch_processes(root: int) -> list[int]:
+    """The processes below ``root`` that imported torch (the confirmation workers)."""
+    return [pid for pid in descendants(root) if holds_torch(pid)]

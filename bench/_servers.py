@@ -1,0 +1,103 @@
+"""Start a real uvicorn (the app or the floor) on a loopback port, and stop it."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def uvicorn_command(app: str, port: int, workers: int) -> list[str]:
+    """The same settings for the app and its floor, so only the app's own work differs."""
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        app,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ]
+
+
+def launch(
+    command: Sequence[str], *, port: int, ready_path: str, env: Mapping[str, str] | None = None
+) -> Server:
+    """Start ``command`` (a server on ``port``, environment ``env`` or this process's) and
+    return once ``ready_path`` answers 200."""
+    process = subprocess.Popen(
+        list(command), cwd=ROOT, env=dict(os.environ if env is None else env)
+    )
+    server = Server(url=f"http://127.0.0.1:{port}", process=process)
+    try:
+        wait_ready(server, ready_path)
+    except BaseException:
+        stop(server)
+        raise
+    return server
+
+
+def stop(server: Server) -> None:
+    """SIGTERM, as a container runtime sends it; SIGKILL only if it overstays 30 s."""
+    if server.process.poll() is None:
+        server.process.send_signal(signal.SIGTERM)
+    try:
+        server.process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+
+
+@contextmanager
+def serve(
+    app: str, *, workers: int, ready_path: str, env: dict[str, str] | None = None
+) -> Iterator[Server]:
+    """A uvicorn for ``app`` that answers 200 on ``ready_path``; stopped when the block ends."""
+    port = free_port()
+    command = uvicorn_command(app, port, workers)
+    server = launch(command, port=port, ready_path=ready_path, env={**os.environ, **(env or {})})
+    try:
+        yield server
+    finally:
+        stop(server)
+
+
+def wait_ready(server: Server, path: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"server exited with {server.process.returncode} before serving")
+        try:
+            if httpx.get(server.url + path, timeout=2.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{server.url}{path} did not answer 200 within {timeout} s")
