@@ -1,0 +1,1 @@
+"""Browser tests: real Chromium against a live uvicorn on loopback."""
