@@ -1,0 +1,327 @@
+"""The pool in a real uvicorn: no torch in the server, faults, queue bound, shutdown, workers."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.confirm.pool import process_gone
+from tests.conftest import ROOT, LiveServer, free_port, start_server, stop_server
+
+pytestmark = pytest.mark.distributed
+
+POOL_READY_SECONDS = 90.0
+
+
+def parents() -> dict[int, int]:
+    """Every live process's parent pid, from /proc."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            table[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return table
+
+
+def descendants(pid: int) -> set[int]:
+    table = parents()
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in table.items() if parent in frontier} - found
+        found |= frontier
+    return {p for p in found if not process_gone(p)}
+
+
+def maps_torch(pid: int) -> bool:
+    """Whether the process has libtorch mapped: it imported torch."""
+    try:
+        return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+def torch_processes(root: int) -> set[int]:
+    return {pid for pid in descendants(root) if maps_torch(pid)}
+
+
+def runtime_env(**extra: str) -> dict[str, str]:
+    runtime = tempfile.mkdtemp(prefix="atlas-confirm-test-")
+    return {"ATLAS_CONFIRM_RUNTIME_DIR": runtime, "ATLAS_CONFIRM_CACHE_SIZE": "0", **extra}
+
+
+def wait_ready(url: str, timeout: float = POOL_READY_SECONDS) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    status: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        status = httpx.get(f"{url}/api/confirm/status", timeout=5).json()
+        if status["state"] == "ready":
+            return status
+        assert status["state"] in ("starting", "stopped"), status
+        time.sleep(0.2)
+    raise AssertionError(f"the pool was not ready within {timeout} s: {status}")
+
+
+def post(url: str, body: dict[str, Any], timeout: float = 60.0) -> httpx.Response:
+    return httpx.post(f"{url}/api/confirm", json=body, timeout=timeout)
+
+
+def body_for(ranks: int, salt: int) -> dict[str, Any]:
+    """A distinct job on ``ranks`` ranks (distinct so no cache could answer it)."""
+    return {"counts": [r + 1 for r in range(ranks)], "means": [salt] * ranks, "eta": 0.1, "w": 1}
+
+
+def wait_gone(pids: set[int], timeout: float = 10.0) -> set[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not all(process_gone(pid) for pid in pids):
+        time.sleep(0.05)
+    return {pid for pid in pids if not process_gone(pid)}
+
+
+@pytest.fixture
+def server() -> Iterator[LiveServer]:
+    """A fresh uvicorn with its own pool: short deadlines, a queue of one, no cache."""
+    env = runtime_env(
+        ATLAS_CONFIRM_JOB_TIMEOUT_S="2",
+        ATLAS_CONFIRM_GROUP_TIMEOUT_S="1.5",
+        ATLAS_CONFIRM_QUEUE_LIMIT="1",
+    )
+    live = start_server(env)
+    try:
+        yield live
+    finally:
+        stop_server(live)
+        shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)
+
+
+def test_server_answers_at_once_and_never_imports_torch(server: LiveServer) -> None:
+    # start_server returned on the first /healthz: the pool is still loading torch then.
+    assert httpx.get(f"{server.url}/api/confirm/status").json()["state"] == "starting"
+    wait_ready(server.url)
+    assert post(server.url, body_for(8, 1)).status_code == 200
+    assert not maps_torch(server.process.pid), "the uvicorn process mapped libtorch"
+    pool = torch_processes(server.process.pid)
+    assert len(pool) == 8
+    # The server process's imports, checked in a fresh interpreter that builds the same app.
+    probe = subprocess.run(
+        [sys.executable, "-c", "import sys, app.main; print('torch' in sys.modules)"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert probe.stdout.strip() == "False"
+
+
+def test_killed_worker_is_replaced_and_the_job_retried(server: LiveServer) -> None:
+    wait_ready(server.url)
+    before = torch_processes(server.process.pid)
+    rank0 = next(pid for pid in before if parents()[pid] == server.process.pid)
+    victim = max(before - {rank0})
+    os.kill(victim, signal.SIGKILL)
+    response = post(server.url, body_for(8, 2))
+    if response.status_code == 200:
+        assert response.json()["attempts"] == 2
+        assert response.json()["engine_agrees"]
+    else:
+        assert response.status_code == 503, response.text
+        assert "failed" in response.json()["detail"]
+    wait_ready(server.url)
+    again = post(server.url, body_for(8, 3))
+    assert again.status_code == 200
+    assert again.json()["attempts"] == 1
+    after = torch_processes(server.process.pid)
+    assert len(after) == 8
+    assert not (after & before), "every old rank was killed"
+    assert wait_gone(before) == set()
+
+
+def test_stopped_worker_hits_the_deadline_and_the_queue_bound_holds(server: LiveServer) -> None:
+    wait_ready(server.url)
+    before = torch_processes(server.process.pid)
+    rank0 = next(pid for pid in before if parents()[pid] == server.process.pid)
+    stopped = min(before - {rank0})
+    os.kill(stopped, signal.SIGSTOP)
+    answers: dict[str, httpx.Response] = {}
+
+    def send(name: str, body: dict[str, Any]) -> None:
+        answers[name] = post(server.url, body)
+
+    hung = threading.Thread(target=send, args=("hung", body_for(8, 4)))
+    hung.start()
+    time.sleep(0.5)  # the hung job holds the pool until its 2 s deadline
+    queued = threading.Thread(target=send, args=("queued", body_for(2, 5)))
+    queued.start()
+    time.sleep(0.3)
+    refused = post(server.url, body_for(2, 6))
+    assert refused.status_code == 429, refused.text
+    assert int(refused.headers["Retry-After"]) >= 1
+    hung.join(timeout=60)
+    queued.join(timeout=60)
+    first = answers["hung"]
+    if first.status_code == 200:
+        assert first.json()["attempts"] == 2
+    else:
+        assert first.status_code == 503, first.text
+    assert answers["queued"].status_code == 200
+    assert process_gone(stopped), "the stopped rank was killed by pid"
+    recovered = post(server.url, body_for(8, 7))
+    assert recovered.status_code == 200
+    assert recovered.json()["attempts"] == 1
+    assert len(torch_processes(server.process.pid)) == 8
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_shutdown_leaves_no_process_behind(stop_signal: signal.Signals) -> None:
+    env = runtime_env()
+    server = start_server(env)
+    try:
+        wait_ready(server.url)
+        assert post(server.url, body_for(3, 8)).status_code == 200
+        tree = descendants(server.process.pid)
+        assert len({pid for pid in tree if maps_torch(pid)}) == 8
+        server.process.send_signal(stop_signal)
+        assert server.process.wait(timeout=30) is not None
+        assert wait_gone(tree) == set()
+    finally:
+        stop_server(server)
+        shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)
+
+
+def test_shutdown_while_the_pool_is_still_starting() -> None:
+    env = runtime_env()
+    server = start_server(env)
+    try:
+        time.sleep(0.5)
+        tree = descendants(server.process.pid)
+        assert tree, "the pool's rank 0 had started"
+        stop_server(server)
+        assert wait_gone(tree) == set()
+        assert descendants(server.process.pid) == set()
+    finally:
+        stop_server(server)
+        shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)
+
+
+def launch(
+    interpreter: list[str], options: list[str], env: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A uvicorn under any interpreter flags and with any uvicorn options; waits for /healthz."""
+    port = free_port()
+    command = [*interpreter, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
+    command += ["--port", str(port), "--log-level", "warning", *options]
+    process = subprocess.Popen(command, cwd=ROOT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"uvicorn exited with {process.returncode}"
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return process, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError("uvicorn did not answer")
+
+
+def halt(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def roles_seen(url: str, attempts: int = 200) -> set[str]:
+    """Ask /api/confirm/status on fresh connections until both web workers have answered."""
+    seen: set[str] = set()
+    for _ in range(attempts):
+        seen.add(httpx.get(f"{url}/api/confirm/status", timeout=10).json()["role"])
+        if seen == {"owner", "peer"}:
+            break
+    return seen
+
+
+def test_two_web_workers_share_one_pool_and_take_it_over() -> None:
+    env = {**os.environ, **runtime_env()}
+    process, url = launch([sys.executable], ["--workers", "2"], env)
+    try:
+        wait_ready(url)
+        assert len(torch_processes(process.pid)) == 8, "one pool for both web workers"
+        assert roles_seen(url) == {"owner", "peer"}
+        for salt in range(10):  # fresh connections land on both workers; all reach the pool
+            assert post(url, body_for(2 + salt % 7, 10 + salt)).status_code == 200
+        workers = [pid for pid, parent in parents().items() if parent == process.pid]
+        owner = next(pid for pid in workers if torch_processes(pid))
+        pool = torch_processes(owner)
+        os.kill(owner, signal.SIGKILL)
+        # The other worker takes the lock the kernel released and starts a fresh pool.
+        assert wait_gone(pool) == set()
+        deadline = time.monotonic() + POOL_READY_SECONDS
+        while time.monotonic() < deadline:
+            assert len(torch_processes(process.pid)) <= 8
+            response = post(url, body_for(4, 99))
+            if response.status_code == 200:
+                break
+            assert response.status_code == 503, response.text
+            time.sleep(0.5)
+        assert response.status_code == 200
+        assert len(torch_processes(process.pid)) == 8
+        tree = descendants(process.pid)
+    finally:
+        halt(process)
+        shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)
+    assert wait_gone(tree) == set()
+
+
+def test_without_torch_installed_confirm_is_503_with_the_install_hint(tmp_path: Path) -> None:
+    """A real environment without torch: the venv's packages minus torch, with site disabled."""
+    site = Path(next(p for p in sys.path if p.endswith("site-packages")))
+    packages = tmp_path / "site-packages-without-torch"
+    packages.mkdir()
+    for entry in site.iterdir():
+        if not entry.name.lower().startswith(("torch", "functorch", "torchgen")):
+            (packages / entry.name).symlink_to(entry)
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{packages}", **runtime_env()}
+    process, url = launch([sys.executable, "-S"], [], env)
+    try:
+        assert httpx.get(f"{url}/healthz").json()["torch_installed"] is False
+        response = post(url, body_for(2, 1))
+        assert response.status_code == 503
+        assert "pip install -e '.[torch]'" in response.json()["detail"]
+        assert "make run" in response.json()["detail"]
+        page = httpx.get(f"{url}/").text
+        assert "pip install -e &#39;.[torch]&#39;" in page
+        assert httpx.post(f"{url}/api/gradient", json=body_for(2, 1)).status_code == 200
+        assert descendants(process.pid) == set(), "no pool process without torch"
+    finally:
+        halt(process)
+        shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)
+
+
+def test_turned_off_by_setting_is_503_and_starts_no_process() -> None:
+    env = runtime_env(ATLAS_CONFIRM_ENABLED="false")
+    server = start_server(env)
+    try:
+        response = post(server.url, body_for(2, 1))
+        assert response.status_code == 503
+        assert "ATLAS_CONFIRM_ENABLED=false" in response.json()["detail"]
+        assert descendants(server.process.pid) == set()
+    finally:
+        stop_server(server)
+        shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)
