@@ -110,6 +110,9 @@ def test_quiz_with_javascript_swaps_feedback_in_place(
         choose_and_check(page, question.id, question.answer_number)
         feedback.locator(".verdict-correct").wait_for()
         assert feedback.locator(".verdict-incorrect").count() == 0
+        # Focus stays on the button that was pressed, so a keyboard user is not thrown back.
+        focused = page.evaluate("document.activeElement.closest('.quiz')?.id")
+        assert focused == f"quiz-{question.id}"
     assert page.evaluate("window.notReloaded") is True
     assert page.url == f"{live_server.url}/"
     score = page.locator("#quiz-score")
