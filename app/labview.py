@@ -206,7 +206,7 @@ def _rank_rows(result: GradientResult, state: LabState) -> tuple[RankRow, ...]:
                 rank=r,
                 label=f"rank {r}",
                 count=fmt(count),
-                mean=fmt(mean) if count else "— (no items)",
+                mean=fmt(mean) if count else "—",
                 factor=fmt(factor),
                 factor_formula=f"{result.P}{TIMES}{term(count)} / {n_text} = {fmt(factor)}",
                 compensated=fmt(result.compensated_means[r]),

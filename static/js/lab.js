@@ -72,15 +72,14 @@
     });
   }
 
-  document.addEventListener("htmx:afterSwap", function (event) {
-    var results = document.getElementById("lab-results");
-    if (results && event.detail.target.closest("#lab")) {
-      markInvalid(results);
-      var ringResults = document.getElementById("ring-results");
-      if (ringResults) {
-        markInvalid(ringResults);
+  // The swapped target is detached after an outerHTML swap, so look the results up afresh.
+  document.addEventListener("htmx:afterSwap", function () {
+    ["lab-results", "ring-results"].forEach(function (id) {
+      var results = document.getElementById(id);
+      if (results) {
+        markInvalid(results);
       }
-    }
+    });
   });
 
   document.addEventListener("htmx:load", function (event) {

@@ -1,0 +1,182 @@
+"""The lab in real Chromium: shared URLs, live updates while a slider moves, history, no JS."""
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.conftest import LiveServer, OffHostLog, new_page
+
+pytestmark = pytest.mark.browser
+
+LESSON = "counts=2,6&means=1,3&eta=0.1&w=10"
+
+
+def figure(page: Any, name: str) -> Any:
+    return page.locator(f'#lab [data-value="{name}"]')
+
+
+def state(url: str) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(url).query)
+
+
+def csp_errors(page: Any) -> list[str]:
+    errors: list[str] = []
+    page.on(
+        "console",
+        lambda message: errors.append(message.text) if message.type == "error" else None,
+    )
+    return errors
+
+
+def test_shared_url_opens_its_state(live_server: LiveServer, page: Any) -> None:
+    errors = csp_errors(page)
+    page.goto(f"{live_server.url}/?{LESSON}#lab")
+    expect(figure(page, "w-new")).to_have_text("9.75")
+    expect(figure(page, "w-new-rank-mean")).to_have_text("9.8")
+    expect(page.get_by_role("slider", name="rank 1 count", exact=True)).to_be_visible()
+    assert errors == []
+
+
+def test_typing_a_count_updates_results_and_address(live_server: LiveServer, page: Any) -> None:
+    page.goto(f"{live_server.url}/?{LESSON}#lab")
+    count = page.get_by_role("spinbutton", name="rank 1 count", exact=True)
+    count.fill("2")
+    expect(figure(page, "g")).to_have_text("2")
+    expect(figure(page, "rank-mean")).to_have_text("2")
+    expect(figure(page, "w-new")).to_have_text("9.8")
+    expect(page.locator("#lab .lab-verdict-agree")).to_be_visible()
+    page.wait_for_url("**/?counts=2,2&means=1,3&eta=0.1&w=10")
+    expect(page.get_by_role("slider", name="rank 1 count", exact=True)).to_have_value("2")
+    assert page.evaluate("document.activeElement.id") == "lab-count-1"
+
+
+def test_keyboard_on_the_slider_updates_live_and_keeps_focus(
+    live_server: LiveServer, page: Any
+) -> None:
+    page.goto(f"{live_server.url}/?{LESSON}#lab")
+    slider = page.get_by_role("slider", name="rank 1 count", exact=True)
+    slider.focus()
+    for presses in range(1, 5):
+        page.keyboard.press("ArrowLeft")
+        # Each step (rank 1 count 6 → 5 → 4 → 3 → 2) is answered while the slider keeps focus.
+        expect(figure(page, "N")).to_have_text(str(8 - presses))
+        assert page.evaluate("document.activeElement.dataset.sync") == "lab-count-1"
+    expect(page.get_by_role("spinbutton", name="rank 1 count", exact=True)).to_have_value("2")
+    expect(figure(page, "N")).to_have_text("4")
+    expect(figure(page, "g")).to_have_text("2")
+    page.wait_for_url("**/?counts=2,2&means=1,3&eta=0.1&w=10")
+
+
+def test_dragging_the_slider_agrees_with_the_number_input(
+    live_server: LiveServer, page: Any
+) -> None:
+    page.goto(f"{live_server.url}/?{LESSON}#lab")
+    slider = page.get_by_role("slider", name="rank 1 count", exact=True)
+    slider.scroll_into_view_if_needed()
+    box = slider.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 6 / 64, y)
+    page.mouse.down()
+    for fraction in (0.2, 0.35, 0.5):
+        page.mouse.move(box["x"] + box["width"] * fraction, y, steps=4)
+    page.mouse.up()
+    number = page.get_by_role("spinbutton", name="rank 1 count", exact=True)
+    dragged = number.input_value()
+    assert int(dragged) > 20
+    assert slider.input_value() == dragged
+    expect(figure(page, "N")).to_have_text(str(2 + int(dragged)))
+    page.wait_for_url(f"**/?counts=2,{dragged}&means=1,3&eta=0.1&w=10")
+
+
+def test_back_button_restores_the_previous_state(live_server: LiveServer, page: Any) -> None:
+    page.goto(f"{live_server.url}/?{LESSON}")
+    page.get_by_role("spinbutton", name="rank 1 count", exact=True).fill("2")
+    page.wait_for_url("**/?counts=2,2&means=1,3&eta=0.1&w=10")
+    expect(figure(page, "w-new")).to_have_text("9.8")
+    page.go_back()
+    page.wait_for_url(f"**/?{LESSON}")
+    expect(figure(page, "w-new")).to_have_text("9.75")
+    expect(page.get_by_role("spinbutton", name="rank 1 count", exact=True)).to_have_value("6")
+    expect(page.get_by_role("slider", name="rank 1 count", exact=True)).to_have_value("6")
+
+
+def test_changing_p_adds_a_rank_row_and_keeps_focus(live_server: LiveServer, page: Any) -> None:
+    page.goto(f"{live_server.url}/?{LESSON}#lab")
+    ranks = page.get_by_role("spinbutton", name="number of ranks P")
+    ranks.fill("3")
+    expect(page.locator("#lab-ranks .lab-rank")).to_have_count(3)
+    expect(page.get_by_role("slider", name="rank 2 count", exact=True)).to_be_visible()
+    expect(figure(page, "N")).to_have_text("12")
+    page.wait_for_url("**/?counts=2,6,4&means=1,3,2&eta=0.1&w=10")
+    assert page.evaluate("document.activeElement.id") == "lab-P"
+
+
+def test_bad_input_shows_an_inline_message_and_keeps_the_address(
+    live_server: LiveServer, page: Any
+) -> None:
+    page.goto(f"{live_server.url}/?{LESSON}")
+    eta = page.get_by_role("spinbutton", name="learning rate η")
+    eta.fill("0")
+    message = page.locator("#lab-results .lab-errors li")
+    expect(message).to_contain_text("η (learning rate)")
+    expect(eta).to_have_attribute("aria-invalid", "true")
+    assert state(page.url)["eta"] == ["0.1"]
+    eta.fill("0.2")
+    expect(figure(page, "w-new")).to_have_text("9.5")
+    expect(eta).not_to_have_attribute("aria-invalid", "true")
+
+
+def test_ring_panel_updates_and_keeps_the_lab_state(live_server: LiveServer, page: Any) -> None:
+    page.goto(f"{live_server.url}/?{LESSON}")
+    page.get_by_role("spinbutton", name="ranks in the ring P").fill("16")
+    # 2·15·(10 µs + 100 MB / (16 · 10 GB/s)) = 30 · 0.635 ms
+    expect(page.locator('[data-value="ring-time"]')).to_have_text("19.05 ms")
+    page.wait_for_url("**ring_p=16**")
+    assert state(page.url)["counts"] == ["2,6"]
+    page.get_by_role("spinbutton", name="rank 1 count", exact=True).fill("2")
+    page.wait_for_url("**counts=2,2**")
+    assert state(page.url)["ring_p"] == ["16"]
+
+
+def test_without_javascript_the_submit_button_loads_the_state(
+    live_server: LiveServer, browser: Any, off_host: OffHostLog
+) -> None:
+    page = new_page(browser, off_host, java_script_enabled=False)
+    try:
+        page.goto(f"{live_server.url}/?{LESSON}")
+        expect(page.get_by_role("slider", name="rank 1 count", exact=True)).to_be_hidden()
+        page.get_by_role("spinbutton", name="rank 1 count", exact=True).fill("2")
+        page.locator("#lab-form").get_by_role("button", name="Show results").click()
+        page.wait_for_url("**counts=2&**")
+        assert state(page.url)["counts"] == ["2", "2"]
+        expect(figure(page, "g")).to_have_text("2")
+        page.get_by_role("spinbutton", name="number of ranks P").fill("3")
+        page.locator("#lab-form").get_by_role("button", name="Show results").click()
+        expect(page.locator("#lab-ranks .lab-rank")).to_have_count(3)
+    finally:
+        page.context.close()
+    assert off_host.urls == []
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_screenshots_and_no_horizontal_scroll(
+    live_server: LiveServer, browser: Any, off_host: OffHostLog, artifacts: Path, scheme: str
+) -> None:
+    for width in (1280, 390):
+        page = new_page(
+            browser, off_host, viewport={"width": width, "height": 900}, color_scheme=scheme
+        )
+        try:
+            page.goto(f"{live_server.url}/?targets=9,9;7,7,7,7,7,7&eta=0.1&w=10&steps=30#lab")
+            expect(figure(page, "fixed-global")).to_have_text("7.5")
+            page.locator("#lab").screenshot(path=str(artifacts / f"lab-{width}-{scheme}.png"))
+            page.goto(f"{live_server.url}/?counts=2,6,0&means=1,3,0&eta=0.1&w=10#lab")
+            page.locator("#lab").screenshot(path=str(artifacts / f"lab-empty-{width}-{scheme}.png"))
+            scroll = page.evaluate("document.scrollingElement.scrollWidth")
+            assert scroll <= width
+        finally:
+            page.context.close()
+    assert off_host.urls == []
