@@ -14,7 +14,9 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
+    TypeAdapter,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -95,10 +97,20 @@ def _weights_nesting(value: Any) -> str:
     return "per-item"
 
 
+ItemWeights = Annotated[list[RankWeights], Field(max_length=MAX_RANKS)]
+MicrobatchWeights = Annotated[list[RankMicrobatchWeights], Field(max_length=MAX_RANKS)]
 Weights = Annotated[
-    Annotated[list[RankWeights], Field(max_length=MAX_RANKS), Tag("per-item")]
-    | Annotated[list[RankMicrobatchWeights], Field(max_length=MAX_RANKS), Tag("per-microbatch")],
+    Annotated[ItemWeights, Tag("per-item")] | Annotated[MicrobatchWeights, Tag("per-microbatch")],
     Discriminator(_weights_nesting),
+    # anyOf, not the generated oneOf: an empty rank ([[]]) fits both nestings.
+    WithJsonSchema(
+        {
+            "anyOf": [
+                TypeAdapter(ItemWeights).json_schema(),
+                TypeAdapter(MicrobatchWeights).json_schema(),
+            ]
+        }
+    ),
 ]
 
 LESSON_EXAMPLES: dict[str, dict[str, Any]] = {

@@ -306,3 +306,12 @@ def test_gradient_random_partitions_give_the_item_mean(
 
 def test_gradient_subnormal_weight_is_422_not_500(client: TestClient) -> None:
     assert_refused(post(client, items_with(targets=[[1], [2]], weights=[[5e-324], [1]])), "weights")
+
+
+def test_gradient_undecodable_body_is_400(client: TestClient) -> None:
+    response = client.post(
+        "/api/gradient", content=b"5\xff\xfew", headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400
+    responses = client.get("/openapi.json").json()["paths"]["/api/gradient"]["post"]["responses"]
+    assert {"200", "400", "422"} <= set(responses)

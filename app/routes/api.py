@@ -17,7 +17,11 @@ from app.schemas import (
 router = APIRouter(prefix="/api", tags=["api"])
 
 
-@router.post("/gradient", response_model=GradientResponse)
+@router.post(
+    "/gradient",
+    response_model=GradientResponse,
+    responses={400: {"description": "The body could not be decoded (e.g. it is not UTF-8)."}},
+)
 def gradient(
     request: Annotated[GradientRequest, Body(openapi_examples=LESSON_EXAMPLES)],
 ) -> GradientResponse:
