@@ -283,6 +283,12 @@ def test_get_on_quiz_url_is_not_allowed(fresh: TestClient) -> None:
     assert fresh.get("/quiz").status_code == 405
 
 
+def test_head_on_the_page(fresh: TestClient) -> None:
+    response = fresh.head("/")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+
+
 def test_lab_state_from_the_query_reaches_the_page(fresh: TestClient) -> None:
     plain = fresh.get("/")
     with_state = fresh.get("/?counts=4,4&means=1,3&eta=0.1&w=10")
