@@ -283,6 +283,14 @@ def test_get_on_quiz_url_is_not_allowed(fresh: TestClient) -> None:
     assert fresh.get("/quiz").status_code == 405
 
 
+def test_pages_with_a_score_are_not_kept_by_shared_caches(fresh: TestClient) -> None:
+    assert fresh.get("/").headers["cache-control"] == "private, no-cache"
+    assert answer(fresh, "section-11", "1").headers["cache-control"] == "private, no-cache"
+    assert answer(fresh, "section-11", "1", htmx=True).headers["cache-control"] == (
+        "private, no-cache"
+    )
+
+
 def test_head_on_the_page(fresh: TestClient) -> None:
     response = fresh.head("/")
     assert response.status_code == 200

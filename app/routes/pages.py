@@ -28,6 +28,8 @@ SCORE_COOKIE_AGE = 60 * 60 * 24 * 365
 # The lab's partial follows this section, and the table of contents lists it there.
 LAB_AFTER = "section-6"
 LAB_TEMPLATE = "_lab.html"
+# The page shows this visitor's score (from the cookie): no shared cache may keep it.
+PERSONAL = "private, no-cache"
 
 
 def _template_exists(name: str) -> bool:
@@ -98,7 +100,9 @@ def lesson_page(request: Request) -> Response:
     context = _context(request, _results(request))
     # A lab state in the query that cannot be computed still renders, with its message: 422.
     status = context.get("lab_status_code", 200)
-    return templates.TemplateResponse(request, "lesson.html", context, status_code=status)
+    response = templates.TemplateResponse(request, "lesson.html", context, status_code=status)
+    response.headers["Cache-Control"] = PERSONAL
+    return response
 
 
 # Uptime checks and link checkers ask with HEAD; kept out of the schema (one operation per path).
@@ -162,6 +166,7 @@ async def answer_quiz(request: Request) -> Response:
             context = _context(request, results, feedback={target.id: feedback})
         response = templates.TemplateResponse(request, "lesson.html", context, status_code=status)
     response.headers.add_vary_header("HX-Request")
+    response.headers["Cache-Control"] = PERSONAL
     if feedback.verdict is not None:
         response.set_cookie(
             SCORE_COOKIE,
