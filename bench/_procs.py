@@ -6,13 +6,14 @@ PROC = Path("/proc")
 
 
 def _parent(pid: int) -> int | None:
+    """The parent of a live process; None once it is gone or a zombie (dead, not yet reaped)."""
     try:
         stat = (PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
     # The command name sits in parentheses and may itself hold spaces or parentheses.
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[1])
+    state, parent = stat[stat.rindex(")") + 2 :].split()[:2]
+    return None if state in ("Z", "X") else int(parent)
 
 
 def _parents() -> dict[int, int]:
@@ -26,7 +27,7 @@ def _parents() -> dict[int, int]:
 
 
 def children(pid: int) -> list[int]:
-    """The live processes whose parent is ``pid``."""
+    """The live (not zombie) processes whose parent is ``pid``."""
     return [child for child, parent in _parents().items() if parent == pid]
 
 
