@@ -20,6 +20,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.config import JsonDict, JsonValue
 from pydantic_core import PydanticCustomError
 
 from app import engine
@@ -139,6 +140,24 @@ LESSON_EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 
+def _form_schema(title: str, present: list[str], absent: list[str]) -> JsonValue:
+    properties: JsonDict = {name: {"type": "array"} for name in present}
+    properties.update({name: {"type": "null"} for name in absent})
+    required: list[JsonValue] = [*present]
+    return {"title": title, "required": required, "properties": properties}
+
+
+# The one-form rule in the JSON schema too (a missing field or null both mean "not given"), so
+# documentation and generated clients know which fields go together.
+FORM_SCHEMAS: list[JsonValue] = [
+    _form_schema(
+        "means form", ["counts", "means"], ["targets", "microbatches", "weights", "steps"]
+    ),
+    _form_schema("items form", ["targets"], ["counts", "means", "microbatches"]),
+    _form_schema("accumulation form", ["microbatches"], ["counts", "means", "targets", "steps"]),
+]
+
+
 def _error(field: str, message: str) -> PydanticCustomError:
     return PydanticCustomError(
         "gradient_request", "{field}: {message}", {"field": field, "message": message}
@@ -154,7 +173,10 @@ class GradientRequest(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [example["value"] for example in LESSON_EXAMPLES.values()]},
+        json_schema_extra={
+            "examples": [example["value"] for example in LESSON_EXAMPLES.values()],
+            "oneOf": FORM_SCHEMAS,
+        },
     )
 
     counts: list[Count] | None = Field(
