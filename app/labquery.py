@@ -308,64 +308,69 @@ class _Checker:
         return values
 
 
-def _check_common(form: LabForm, check: _Checker) -> tuple[float, float]:
-    eta = check.number(form.eta, "eta", "lab-eta", "η (learning rate)", ETA)
-    w = check.number(form.w, "w", "lab-w", "w (parameter)", VALUE)
-    if not 1 <= len(form.ranks) <= MAX_RANKS:
-        param = "targets" if form.mode == "items" else "counts"
-        check.errors.append(
-            FieldError(
-                param,
-                "lab-P",
-                f"P (number of ranks) must be 1 to {MAX_RANKS}; the query gives {len(form.ranks)}",
-            )
+def _rank_count_error(form: LabForm) -> FieldError | None:
+    if 1 <= len(form.ranks) <= MAX_RANKS:
+        return None
+    param = "targets" if form.mode == "items" else "counts"
+    message = f"P (number of ranks) must be 1 to {MAX_RANKS}; the query gives {len(form.ranks)}"
+    return FieldError(param, "lab-P", message)
+
+
+def _check_means(form: LabForm, check: _Checker) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    counts, means = [], []
+    for r, rank in enumerate(form.ranks):
+        counts.append(
+            check.number(rank.first, "counts", f"lab-count-{r}", f"rank {r} count", COUNT)
         )
-    return eta, w
+        means.append(check.number(rank.second, "means", f"lab-mean-{r}", f"rank {r} mean", VALUE))
+    return tuple(counts), tuple(means)
+
+
+def _check_items(
+    form: LabForm, check: _Checker
+) -> tuple[tuple[tuple[float, ...], ...], tuple[tuple[float, ...], ...] | None]:
+    targets, weights = [], []
+    for r, rank in enumerate(form.ranks):
+        ys = check.number_list(
+            rank.first, "targets", f"lab-targets-{r}", f"rank {r} targets", VALUE
+        )
+        targets.append(ys)
+        if rank.second == "":
+            weights.append(tuple(1.0 for _ in ys))
+            continue
+        ws = check.number_list(
+            rank.second, "weights", f"lab-weights-{r}", f"rank {r} weights", COUNT
+        )
+        if len(ws) != len(ys):
+            message = (
+                f"rank {r} weights: {len(ws)} weights for {len(ys)} targets"
+                " (one per item, or leave blank for all 1)"
+            )
+            check.errors.append(FieldError("weights", f"lab-weights-{r}", message))
+        weights.append(ws)
+    any_weights = any(rank.second != "" for rank in form.ranks)
+    return tuple(targets), tuple(weights) if any_weights else None
 
 
 def validate_lab(form: LabForm) -> tuple[LabState | None, tuple[FieldError, ...]]:
-    """The validated state, or every error found (each naming its rank and quantity)."""
+    """The validated state, or every error found, in form order, each naming its field."""
     check = _Checker()
-    eta, w = _check_common(form, check)
+    shape = _rank_count_error(form)
+    if shape is not None:
+        check.errors.append(shape)
+    # Checked in the order the form shows them, so the messages read top to bottom.
+    if form.mode == "means":
+        counts, means = _check_means(form, check)
+    else:
+        targets, weights = _check_items(form, check)
+    eta = check.number(form.eta, "eta", "lab-eta", "η (learning rate)", ETA)
+    w = check.number(form.w, "w", "lab-w", "w (parameter)", VALUE)
     state: LabState
     if form.mode == "means":
-        counts = []
-        means = []
-        for r, rank in enumerate(form.ranks):
-            counts.append(
-                check.number(rank.first, "counts", f"lab-count-{r}", f"rank {r} count", COUNT)
-            )
-            means.append(
-                check.number(rank.second, "means", f"lab-mean-{r}", f"rank {r} mean", VALUE)
-            )
-        state = MeansState(tuple(counts), tuple(means), eta, w)
+        state = MeansState(counts, means, eta, w)
     else:
         steps = check.whole(form.steps, "steps", "lab-steps", "steps", 1, MAX_STEPS)
-        targets = []
-        weights = []
-        any_weights = any(rank.second != "" for rank in form.ranks)
-        for r, rank in enumerate(form.ranks):
-            ys = check.number_list(
-                rank.first, "targets", f"lab-targets-{r}", f"rank {r} targets", VALUE
-            )
-            targets.append(ys)
-            if rank.second == "":
-                weights.append(tuple(1.0 for _ in ys))
-                continue
-            ws = check.number_list(
-                rank.second, "weights", f"lab-weights-{r}", f"rank {r} weights", COUNT
-            )
-            if len(ws) != len(ys):
-                check.errors.append(
-                    FieldError(
-                        "weights",
-                        f"lab-weights-{r}",
-                        f"rank {r} weights: {len(ws)} weights for {len(ys)} targets"
-                        " (one per item, or leave blank for all 1)",
-                    )
-                )
-            weights.append(ws)
-        state = ItemsState(tuple(targets), tuple(weights) if any_weights else None, eta, w, steps)
+        state = ItemsState(targets, weights, eta, w, steps)
     if check.errors:
         return None, tuple(check.errors)
     return state, ()

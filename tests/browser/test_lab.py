@@ -5,6 +5,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from tests.conftest import LiveServer, OffHostLog, new_page
@@ -180,3 +181,39 @@ def test_screenshots_and_no_horizontal_scroll(
         finally:
             page.context.close()
     assert off_host.urls == []
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "targets=9,9;7,7,7,7,7,7&weights=1,1;1,1,1,1,1,0&eta=0.1&w=10&steps=30",
+        "counts=2,6,0&means=1,3,0&eta=0.1&w=10",
+        "counts=2,x&means=1,3&eta=0&w=10",
+    ],
+    ids=["items", "empty-rank", "errors"],
+)
+def test_lab_has_no_serious_accessibility_violations(
+    live_server: LiveServer, browser: Any, off_host: OffHostLog, scheme: str, query: str
+) -> None:
+    page = new_page(browser, off_host, viewport={"width": 1280, "height": 900}, color_scheme=scheme)
+    try:
+        page.goto(f"{live_server.url}/?{query}#lab")
+        expect(page.locator("#lab input.lab-slider").first).to_be_visible()
+        results = Axe().run(page, context="#lab")
+        serious = [
+            (v["id"], [n["target"] for n in v["nodes"]][:5])
+            for v in results.response["violations"]
+            if v["impact"] in ("serious", "critical")
+        ]
+        assert serious == [], serious
+    finally:
+        page.context.close()
+
+
+def test_print_hides_the_controls(live_server: LiveServer, page: Any) -> None:
+    page.goto(f"{live_server.url}/?{LESSON}")
+    page.emulate_media(media="print")
+    expect(page.locator("#lab-form")).to_be_hidden()
+    expect(page.locator("#ring-form")).to_be_hidden()
+    expect(figure(page, "w-new")).to_be_visible()
