@@ -69,7 +69,7 @@ def read_body(args: argparse.Namespace) -> dict[str, Any]:
         text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text()
         body = json.loads(text)
         return body
-    body = {"eta": args.eta, "w": args.w}
+    body = {name: value for name in ("eta", "w") if (value := getattr(args, name)) is not None}
     if args.counts is not None:
         body |= {"counts": numbers(args.counts), "means": numbers(args.means or "")}
     if args.targets is not None:
@@ -77,6 +77,13 @@ def read_body(args: argparse.Namespace) -> dict[str, Any]:
         if args.weights is not None:
             body["weights"] = per_rank(args.weights)
     return body
+
+
+def field_message(error: Any) -> str:
+    """A validation error as ``field: message``, so the field is named."""
+    where = ".".join(str(part) for part in error["loc"])
+    message = str(error["msg"])
+    return message if not where or message.startswith(where) else f"{where}: {message}"
 
 
 def fail(message: str) -> int:
@@ -167,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, json.JSONDecodeError) as exc:
         return fail(f"cannot read the input: {exc}")
     except ValidationError as exc:
-        return fail("; ".join(error["msg"] for error in exc.errors()))
+        return fail("; ".join(field_message(error) for error in exc.errors()))
     try:
         if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
             return run_rank(request, args.timeout)
