@@ -2,7 +2,7 @@
 
 - items form: each rank's targets and weights, one microbatch per rank;
 - accumulation form: each rank's microbatches as given (weights nested alike);
-- means form: rank r becomes nᵣ items of weight 1 with target ``w - ḡᵣ`` (so every item's
+- means form: rank r becomes nᵣ items of weight 1 with target ``w \u2212 ḡᵣ`` (so every item's
   gradient ``w - y`` is ḡᵣ, their mean ḡᵣ and their count nᵣ). A count that is not a whole
   number (a sum of sample weights), or more items than the run builds, becomes ONE item of
   weight nᵣ with that target instead: its weighted mean is still ḡᵣ and its weight sum nᵣ.
@@ -42,7 +42,7 @@ def _means_ranks(request: GradientRequest) -> tuple[list[list[Microbatch]], list
             for n, mean in zip(counts, means, strict=True)
         ]
         note = (
-            "Each rank r ran as nᵣ items of weight 1 with target w - ḡᵣ, so its local mean"
+            "Each rank r ran as nᵣ items of weight 1 with target w \u2212 ḡᵣ, so its local mean"
             " gradient is ḡᵣ."
         )
         return ranks, [note]
@@ -53,7 +53,7 @@ def _means_ranks(request: GradientRequest) -> tuple[list[list[Microbatch]], list
     reason = "not all whole numbers" if not whole else f"more than {MAX_UNIT_ITEMS} items in all"
     note = (
         f"The counts are {reason}, so each rank r ran as one item of weight nᵣ with target"
-        " w - ḡᵣ: its weighted mean gradient is ḡᵣ and its weight sum nᵣ."
+        " w \u2212 ḡᵣ: its weighted mean gradient is ḡᵣ and its weight sum nᵣ."
     )
     return ranks, [note]
 
