@@ -175,6 +175,7 @@ class LabView:
     counts_chart: BarChart
     influence_chart: BarChart
     trajectory: TrajectoryView | None
+    summary: str
 
 
 def _sum_formula(values: Sequence[float]) -> str:
@@ -259,6 +260,10 @@ def lab_view(result: GradientResult, state: LabState, path: Trajectory | None = 
         counts_chart=counts_chart(result),
         influence_chart=influence_chart(result),
         trajectory=trajectory_view(path) if path is not None else None,
+        summary=(
+            f"N {fmt(result.N)}: g {fmt(g)} against the rank mean {fmt(rank_mean)};"
+            f" w new {fmt(result.w_new)} against {fmt(result.w_new_rank_mean)}."
+        ),
     )
 
 

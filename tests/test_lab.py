@@ -288,3 +288,14 @@ def test_ring_panel_fragment_and_errors(client: TestClient) -> None:
     whole = client.get("/lab/ring?ring_gbps=0")
     assert whole.status_code == 422
     assert any("bandwidth B" in m for m in messages(soup(whole.text)))
+
+
+def test_one_persistent_live_region_carries_each_new_result(client: TestClient) -> None:
+    page = soup(client.get(f"/lab?{LESSON}", headers=HX).text)
+    status = page.select_one("#lab-status")
+    assert status is not None
+    assert status["role"] == "status"
+    assert status["hx-swap-oob"] == "innerHTML"  # the region stays; only its text changes
+    assert "g 2.5 against the rank mean 2" in status.get_text()
+    bad = soup(client.get("/lab?counts=2,6&means=1,3&eta=0&w=10", headers=HX).text)
+    assert "η (learning rate)" in bad.select_one("#lab-status").get_text()  # type: ignore[union-attr]

@@ -211,6 +211,7 @@ def lab(request: Request) -> Response:
     push = page_url(request, panel.query, ring.query) if panel.view is not None else None
     if request.headers.get("HX-Target") == "lab":
         return fragment(request, "_lab.html", context, status, push)
+    context["oob_status"] = True
     context["oob_ranks"] = panel.parsed.resized
     context["oob_carry"] = panel.view is not None
     return fragment(request, "_lab_results.html", context, status, push)

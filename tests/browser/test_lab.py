@@ -49,6 +49,9 @@ def test_typing_a_count_updates_results_and_address(live_server: LiveServer, pag
     expect(figure(page, "rank-mean")).to_have_text("2")
     expect(figure(page, "w-new")).to_have_text("9.8")
     expect(page.locator("#lab .lab-verdict-agree")).to_be_visible()
+    expect(page.locator("#lab-status")).to_have_text(
+        "N 4: g 2 against the rank mean 2; w new 9.8 against 9.8."
+    )
     page.wait_for_url("**/?counts=2,2&means=1,3&eta=0.1&w=10")
     expect(page.get_by_role("slider", name="rank 1 count", exact=True)).to_have_value("2")
     assert page.evaluate("document.activeElement.id") == "lab-count-1"
