@@ -2,7 +2,7 @@
 
 - items form: each rank's targets and weights, one microbatch per rank;
 - accumulation form: each rank's microbatches as given (weights nested alike);
-- means form: rank r becomes nᵣ items of weight 1 with target ``w \u2212 ḡᵣ`` (so every item's
+- means form: rank r becomes nᵣ items of weight 1 with target ``w - ḡᵣ`` (so every item's
   gradient ``w - y`` is ḡᵣ, their mean ḡᵣ and their count nᵣ). A count that is not a whole
   number (a sum of sample weights), or more items than the run builds, becomes ONE item of
   weight nᵣ with that target instead: its weighted mean is still ḡᵣ and its weight sum nᵣ.
