@@ -292,6 +292,9 @@ class _Checker:
         if raw == "":
             return ()
         parts = [part.strip() for part in raw.split(",")]
+        if len(parts) > 1 and parts[-1] == "":
+            # "9, 9," is a list being typed, not an item left blank.
+            parts.pop()
         before = len(self.errors)
         values = tuple(
             self.number(part, param, input_id, f"{label}, item {i + 1}", bounds)

@@ -166,3 +166,10 @@ def test_any_valid_means_state_survives_its_own_url(
 ) -> None:
     state = MeansState(tuple(ranks[0]), tuple(ranks[1]), eta, w)
     assert parse(encode(lab_query_pairs(state))).state == state
+
+
+def test_a_trailing_comma_is_a_list_being_typed() -> None:
+    state = parse("targets=9,9,;7&eta=0.1&w=10").state
+    assert isinstance(state, ItemsState)
+    assert state.targets == ((9.0, 9.0), (7.0,))
+    assert parse("targets=9,,9;7&eta=0.1&w=10").state is None
