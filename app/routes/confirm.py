@@ -12,7 +12,7 @@ from starlette.responses import Response
 from app.confirm.check import ConfirmResponse, confirm_response
 from app.confirm.convert import JobError, job_from_request
 from app.confirm.pool import ConfirmBusyError, ConfirmUnavailableError
-from app.confirm.service import ConfirmService
+from app.confirm.service import ConfirmService, ServiceStatus
 from app.confirm.view import ConfirmView, confirm_view
 from app.engine import EngineError
 from app.labquery import MeansState
@@ -27,16 +27,6 @@ class ConfirmProblem(BaseModel):
     """Why no confirmation ran: the queue is full (429) or torch cannot run (503)."""
 
     detail: str
-
-
-class ConfirmStatus(BaseModel):
-    """The pool as this web worker sees it."""
-
-    state: str
-    message: str
-    role: str
-    world_size: int
-    torch_version: str
 
 
 class ConfirmFailedError(Exception):
@@ -84,6 +74,7 @@ def problem(failed: ConfirmFailedError) -> JSONResponse:
     "/api/confirm",
     response_model=ConfirmResponse,
     responses={
+        400: {"description": "The body could not be decoded (e.g. it is not UTF-8)."},
         429: {
             "model": ConfirmProblem,
             "description": "The confirmation queue is full; retry after the given seconds.",
@@ -108,17 +99,10 @@ async def confirm_api(
         return problem(failed)
 
 
-@router.get("/api/confirm/status", response_model=ConfirmStatus)
-async def confirm_status(request: Request) -> ConfirmStatus:
+@router.get("/api/confirm/status", response_model=ServiceStatus)
+async def confirm_status(request: Request) -> ServiceStatus:
     """Whether the warm pool is starting, ready or unavailable (and why)."""
-    status = await service(request).status()
-    return ConfirmStatus(
-        state=status.state,
-        message=status.message,
-        role=status.role,
-        world_size=status.world_size,
-        torch_version=status.torch_version,
-    )
+    return await service(request).status()
 
 
 def lab_request(state: Any) -> GradientRequest:
