@@ -126,11 +126,16 @@ def test_server_answers_at_once_and_never_imports_torch(server: LiveServer) -> N
     assert probe.stdout.strip() == "False"
 
 
+def forked_ranks(server: LiveServer, pool: set[int]) -> set[int]:
+    """The pool's ranks 1…7: rank 0 is the server's child, it forked the others."""
+    table = parents()
+    return {pid for pid in pool if table.get(pid) != server.process.pid}
+
+
 def test_killed_worker_is_replaced_and_the_job_retried(server: LiveServer) -> None:
     wait_ready(server.url)
     before = torch_processes(server.process.pid)
-    rank0 = next(pid for pid in before if parents()[pid] == server.process.pid)
-    victim = max(before - {rank0})
+    victim = max(forked_ranks(server, before))
     os.kill(victim, signal.SIGKILL)
     response = post(server.url, body_for(8, 2))
     if response.status_code == 200:
@@ -152,8 +157,7 @@ def test_killed_worker_is_replaced_and_the_job_retried(server: LiveServer) -> No
 def test_stopped_worker_hits_the_deadline_and_the_queue_bound_holds(server: LiveServer) -> None:
     wait_ready(server.url)
     before = torch_processes(server.process.pid)
-    rank0 = next(pid for pid in before if parents()[pid] == server.process.pid)
-    stopped = min(before - {rank0})
+    stopped = min(forked_ranks(server, before))
     os.kill(stopped, signal.SIGSTOP)
     answers: dict[str, httpx.Response] = {}
 

@@ -14,9 +14,10 @@ import importlib.util
 import json
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from pydantic import BaseModel, Field
 
 from app.confirm.jobs import DistributedResult, Job
 from app.confirm.pool import (
@@ -44,14 +45,13 @@ CONNECT_ATTEMPTS = 20
 Role = Literal["owner", "peer", "off"]
 
 
-@dataclass(frozen=True)
-class ServiceStatus:
-    """What the status endpoint reports."""
+class ServiceStatus(BaseModel):
+    """The pool as this web worker sees it: what ``GET /api/confirm/status`` reports."""
 
-    state: str
+    state: str = Field(description="starting, ready, failed, stopped or unavailable")
     message: str
-    role: Role
-    world_size: int
+    role: Role = Field(description="owner: this worker runs the pool; peer: it forwards jobs")
+    world_size: int = Field(description="Ranks in the pool: the most one confirmation can use.")
     torch_version: str
 
 
@@ -172,18 +172,34 @@ class ConfirmService:
         """The pool's state as seen from this worker."""
         world = self.settings.confirm_world_size
         if self.role == "off":
-            return ServiceStatus("unavailable", self._off_message, "off", world, "")
+            return ServiceStatus(
+                state="unavailable",
+                message=self._off_message,
+                role="off",
+                world_size=world,
+                torch_version="",
+            )
         if self.role == "owner":
             assert self.scheduler is not None
             pool = self.scheduler.pool
-            return ServiceStatus(pool.state, pool.message, "owner", world, pool.torch_version)
+            return ServiceStatus(
+                state=pool.state,
+                message=pool.message,
+                role="owner",
+                world_size=world,
+                torch_version=pool.torch_version,
+            )
         answer = await self._ask_owner({"op": "status"})
         if answer is None or "status" not in answer:
-            return ServiceStatus("starting", "waiting for the pool's owner", "peer", world, "")
+            return ServiceStatus(
+                state="starting",
+                message="waiting for the pool's owner",
+                role="peer",
+                world_size=world,
+                torch_version="",
+            )
         seen = answer["status"]
-        return ServiceStatus(
-            str(seen["state"]), str(seen["message"]), "peer", world, str(seen["torch_version"])
-        )
+        return ServiceStatus.model_validate({**seen, "role": "peer", "world_size": world})
 
     async def _ask_owner(self, request: dict[str, Any]) -> dict[str, Any] | None:
         """One request to the owner over its socket; None if no owner answers."""
