@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.main import create_app
@@ -129,9 +129,7 @@ def test_fractional_counts_run_as_weighted_items(confirm_client: TestClient) -> 
     assert "not all whole numbers" in answer["notes"][0]
 
 
-@settings(
-    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=12, deadline=None)
 @given(
     counts=st.lists(st.integers(min_value=0, max_value=6), min_size=1, max_size=8).filter(
         lambda counts: sum(counts) > 0

@@ -212,11 +212,14 @@ class ConfirmService:
                 await asyncio.sleep(0.1)
         else:
             return None
+        settings = self.settings
+        # Long enough for a start, a failed job, a rebuild and the retry; never forever.
+        patience = 2 * settings.confirm_start_timeout_s + 3 * settings.confirm_job_timeout_s
         try:
             writer.write(json.dumps(request).encode() + b"\n")
             await writer.drain()
-            line = await reader.readline()
-        except (ConnectionError, OSError):
+            line = await asyncio.wait_for(reader.readline(), timeout=patience)
+        except (ConnectionError, OSError, TimeoutError):
             return None
         finally:
             writer.close()
