@@ -89,8 +89,10 @@ class Pool:
         self.torch_version = ""
         self.pids: list[int] = []
         self._process: subprocess.Popen[bytes] | None = None
-        self._readers: list[asyncio.StreamReader] = []
+        self._inbox: list[asyncio.Queue[bytes]] = []
+        self._pumps: list[asyncio.Task[None]] = []
         self._writers: list[asyncio.StreamWriter] = []
+        self._busy = False
         self._build_task: asyncio.Task[None] | None = None
         self._generation = 0
 
@@ -100,6 +102,7 @@ class Pool:
 
     async def _build(self) -> None:
         self.state, self.message = "starting", "starting the torch.distributed ranks"
+        self._busy = False
         self._generation += 1
         started = time.monotonic()
         try:
@@ -156,8 +159,12 @@ class Pool:
                 sock.close()
         self.pids = [self._process.pid]
         streams = [await asyncio.open_unix_connection(sock=sock) for sock in ours]
-        self._readers = [reader for reader, _ in streams]
         self._writers = [writer for _, writer in streams]
+        self._inbox = [asyncio.Queue() for _ in streams]
+        self._pumps = [
+            asyncio.create_task(self._pump(rank, reader))
+            for rank, (reader, _) in enumerate(streams)
+        ]
         spawned = await self._message(0)
         pids = spawned.get("pids")
         if not isinstance(pids, list):
@@ -169,8 +176,30 @@ class Pool:
                 raise WorkerFaultError(f"rank {rank} sent {ready.get('event')!r} instead of ready")
             self.torch_version = str(ready["torch"])
 
+    async def _pump(self, rank: int, reader: asyncio.StreamReader) -> None:
+        """Move a rank's lines to its inbox; b"" marks its end (the process died)."""
+        line = b"-"
+        while line:
+            try:
+                line = await reader.readline()
+            except (ConnectionError, OSError):
+                line = b""
+            self._inbox[rank].put_nowait(line)
+        self._lost(rank)
+
+    def _lost(self, rank: int) -> None:
+        """A rank died between jobs: rebuild now, so the next job finds a whole pool."""
+        if self.state == "ready" and not self._busy:
+            log.warning("confirm rank %d died while idle; rebuilding the pool", rank)
+            self.state, self.message = "starting", f"rank {rank} died; rebuilding the pool"
+            self._build_task = asyncio.create_task(self._rebuild_now())
+
+    async def _rebuild_now(self) -> None:
+        await self._kill()
+        await self._build()
+
     async def _message(self, rank: int) -> dict[str, object]:
-        line = await self._readers[rank].readline()
+        line = await self._inbox[rank].get()
         if not line:
             code = self._process.poll() if self._process is not None else None
             exited = f" (rank 0 exited with code {code})" if code is not None else ""
@@ -199,9 +228,10 @@ class Pool:
         """Send the job to ranks 0…P-1 and gather their reports within the deadline."""
         size = job.world_size
         line = job.model_dump_json().encode() + b"\n"
-        for writer in self._writers[:size]:
-            writer.write(line)
+        self._busy = True
         try:
+            for writer in self._writers[:size]:
+                writer.write(line)
             await asyncio.wait_for(
                 asyncio.gather(*(writer.drain() for writer in self._writers[:size])),
                 timeout=self.config.job_timeout,
@@ -217,6 +247,9 @@ class Pool:
             ) from None
         except (ConnectionError, OSError) as exc:
             raise WorkerFaultError(f"a rank's socket failed: {exc}") from exc
+        # After a fault the pool stays busy until the caller rebuilds it: the ranks that exit
+        # after a failed collective must not start a second rebuild.
+        self._busy = False
         reports = [RankReport.model_validate(message["report"]) for message in messages]
         return assemble(job, reports, self.torch_version)
 
@@ -229,9 +262,14 @@ class Pool:
             await self._build_task
 
     async def _kill(self) -> None:
+        current = asyncio.current_task()
+        pumps = [pump for pump in self._pumps if pump is not current]
+        for pump in pumps:
+            pump.cancel()
+        await asyncio.gather(*pumps, return_exceptions=True)
         for writer in self._writers:
             writer.close()
-        self._readers, self._writers = [], []
+        self._pumps, self._inbox, self._writers = [], [], []
         for pid in self.pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
