@@ -52,6 +52,23 @@
     }
   });
 
+  // One gesture, one history entry: while a slider is dragged (or a key held) each answer
+  // replaces the address instead of pushing, so Back returns to where the gesture began.
+  var lastPush = 0;
+  var GESTURE_MS = 700;
+  document.addEventListener("htmx:beforeHistoryUpdate", function (event) {
+    var history = event.detail.history;
+    var target = event.detail.target;
+    if (!history || history.type !== "push" || !target || !target.closest("#lab")) {
+      return;
+    }
+    var now = Date.now();
+    if (now - lastPush < GESTURE_MS) {
+      history.type = "replace";
+    }
+    lastPush = now;
+  });
+
   // After an update, the inputs of the form it belongs to reflect the returned error list.
   function markInvalid(results) {
     var form = results.id === "ring-results"

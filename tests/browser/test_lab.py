@@ -72,6 +72,10 @@ def test_keyboard_on_the_slider_updates_live_and_keeps_focus(
     expect(figure(page, "N")).to_have_text("4")
     expect(figure(page, "g")).to_have_text("2")
     page.wait_for_url("**/?counts=2,2&means=1,3&eta=0.1&w=10")
+    # The four quick steps were one gesture: one history entry, so Back returns to its start.
+    page.go_back()
+    page.wait_for_url(lambda url: state(url) == state(f"/?{LESSON}"))
+    expect(figure(page, "N")).to_have_text("8")
 
 
 def test_dragging_the_slider_agrees_with_the_number_input(
