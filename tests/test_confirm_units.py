@@ -1,12 +1,20 @@
 """The torch-free parts of the confirmation: request to job, assembly, comparison."""
 
+from pathlib import Path
+
 import pytest
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
 
 from app.confirm.check import confirm_response, job_scale
 from app.confirm.convert import MAX_UNIT_ITEMS, JobError, job_from_request
 from app.confirm.jobs import Job, Microbatch, ModeReport, RankReport, Reference, assemble
 from app.confirm.pool import Outcome, process_gone
+from app.main import create_app
 from app.schemas import GradientRequest, compute
+from app.settings import Settings
+
+LESSON_BODY = {"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10}
 
 
 def lesson_means() -> GradientRequest:
@@ -115,3 +123,29 @@ def test_job_scale_follows_the_largest_magnitude() -> None:
 
 def test_process_gone_for_a_pid_that_does_not_exist() -> None:
     assert process_gone(2**22 + 12345)
+
+
+def test_unusable_runtime_folder_is_a_503_that_names_the_setting(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    app = create_app(Settings(confirm_runtime_dir=blocker / "pool"))
+    with TestClient(app) as client:
+        response = client.post("/api/confirm", json=LESSON_BODY)
+        assert response.status_code == 503
+        assert "ATLAS_CONFIRM_RUNTIME_DIR" in response.json()["detail"]
+        assert client.get("/healthz").status_code == 200
+        assert client.post("/api/gradient", json=LESSON_BODY).status_code == 200
+
+
+def test_turned_off_by_setting_the_page_shows_why_instead_of_the_button() -> None:
+    with TestClient(create_app(Settings(confirm_enabled=False))) as client:
+        response = client.post("/api/confirm", json=LESSON_BODY)
+        assert response.status_code == 503
+        assert "ATLAS_CONFIRM_ENABLED=false" in response.json()["detail"]
+        panel = BeautifulSoup(client.get("/").text, "html.parser").select_one("#confirm")
+        assert panel is not None
+        assert "ATLAS_CONFIRM_ENABLED=false" in panel.select_one(".confirm-off").text
+        assert panel.select_one("button") is None
+        status = client.get("/api/confirm/status").json()
+        assert status["state"] == "unavailable"
+        assert status["role"] == "off"

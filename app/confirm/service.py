@@ -91,8 +91,17 @@ class ConfirmService:
         if not torch_installed():
             self._off_message = INSTALL_HINT
             return
-        self.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._lock_fd = os.open(self.runtime_dir / "pool.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            self.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._lock_fd = os.open(self.runtime_dir / "pool.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            # Everything else still works; the panel and the API say why this part does not.
+            self._off_message = (
+                f"The torch.distributed confirmation cannot use its runtime folder"
+                f" {self.runtime_dir} (ATLAS_CONFIRM_RUNTIME_DIR): {exc.strerror or exc}."
+            )
+            log.error(self._off_message)
+            return
         self.role = "peer"
         if not await self._try_take_over():
             self._watch = asyncio.create_task(self._watch_lock())
@@ -128,7 +137,13 @@ class ConfirmService:
         pool.start()
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
-        self._server = await asyncio.start_unix_server(self._serve_peer, path=str(self.socket_path))
+        try:
+            self._server = await asyncio.start_unix_server(
+                self._serve_peer, path=str(self.socket_path)
+            )
+        except OSError as exc:
+            # This worker still confirms; only other web workers cannot reach its pool.
+            log.error("cannot listen on %s for other web workers: %s", self.socket_path, exc)
         log.info("this worker (pid %d) owns the confirm pool", os.getpid())
         return True
 
