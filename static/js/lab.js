@@ -90,7 +90,18 @@
   }
 
   // The swapped target is detached after an outerHTML swap, so look the results up afresh.
-  document.addEventListener("htmx:afterSwap", function () {
+  // A preset or mode link re-renders the whole lab: keep the keyboard on the same link.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var config = event.detail.requestConfig;
+    var link = config && config.elt;
+    if (link && link.matches && link.matches(".lab-presets a, .lab-modes a")) {
+      var same = document.querySelector(
+        '#lab a[hx-get="' + CSS.escape(link.getAttribute("hx-get")) + '"]'
+      );
+      if (same) {
+        same.focus();
+      }
+    }
     ["lab-results", "ring-results"].forEach(function (id) {
       var results = document.getElementById(id);
       if (results) {

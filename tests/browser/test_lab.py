@@ -224,3 +224,16 @@ def test_print_hides_the_controls(live_server: LiveServer, page: Any) -> None:
     expect(page.locator("#lab-form")).to_be_hidden()
     expect(page.locator("#ring-form")).to_be_hidden()
     expect(figure(page, "w-new")).to_be_visible()
+
+
+def test_preset_link_loads_its_state_and_keeps_the_keyboard_there(
+    live_server: LiveServer, page: Any
+) -> None:
+    page.goto(f"{live_server.url}/?{LESSON}")
+    link = page.get_by_role("link", name="An empty rank")
+    link.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#lab .lab-warnings")).to_contain_text("rank 2 has no valid items")
+    page.wait_for_url("**/?counts=2,6,0&means=1,3,0&eta=0.1&w=10")
+    expect(page.get_by_role("link", name="An empty rank")).to_be_focused()
+    expect(page.locator("#lab-ranks .lab-rank")).to_have_count(3)
