@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.engine import GradientResult, RingCost, Trajectory
-from app.labquery import ItemsState, LabState, MeansState, RingState
+from app.labquery import ItemsState, LabState, RingState
 
 MINUS = "\u2212"
 TIMES = "\N{MULTIPLICATION SIGN}"
@@ -52,7 +52,6 @@ class RankRow:
     """One rank in the results table."""
 
     rank: int
-    label: str
     count: str
     mean: str
     factor: str
@@ -153,10 +152,7 @@ class LabView:
     """Everything the results fragment shows, as text."""
 
     mode: str
-    P: str
     N: str
-    eta: str
-    w: str
     global_gradient: str
     rank_mean_gradient: str
     w_new: str
@@ -205,7 +201,6 @@ def _rank_rows(result: GradientResult, state: LabState) -> tuple[RankRow, ...]:
         rows.append(
             RankRow(
                 rank=r,
-                label=f"rank {r}",
                 count=fmt(count),
                 mean=fmt(mean) if count else "—",
                 factor=fmt(factor),
@@ -233,10 +228,7 @@ def lab_view(result: GradientResult, state: LabState, path: Trajectory | None = 
     eta, w = fmt(result.eta), fmt(result.w)
     return LabView(
         mode="items" if isinstance(state, ItemsState) else "means",
-        P=str(result.P),
         N=fmt(result.N),
-        eta=eta,
-        w=w,
         global_gradient=fmt(g),
         rank_mean_gradient=fmt(rank_mean),
         w_new=fmt(result.w_new),
@@ -514,10 +506,3 @@ def ring_view(cost: RingCost, state: RingState) -> RingView:
         ),
         overhead=f"{fmt(cost.overhead_ratio * 100, 3)} %",
     )
-
-
-def state_summary(state: MeansState | ItemsState) -> str:
-    """A one-line description of a state, for link titles and the shared-URL caption."""
-    if isinstance(state, MeansState):
-        return f"P = {len(state.counts)}, counts {', '.join(fmt(c) for c in state.counts)}"
-    return f"P = {len(state.targets)}, {sum(len(t) for t in state.targets)} items"
