@@ -23,6 +23,9 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"
 
 templates = Jinja2Blocks(directory=str(get_settings().templates_dir))
+# Templates do not change under a running server: without this, every render stat()s each
+# template it uses to see whether to reload it (a fifth of the lab fragment's time under load).
+templates.env.auto_reload = False
 
 
 @lru_cache(maxsize=256)
