@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 class Server:
     url: str
     process: subprocess.Popen[bytes]
+    startup_s: float = 0.0  # wall time from launch to the first 200 on the ready path
 
 
 def free_port() -> int:
@@ -52,16 +53,16 @@ def launch(
 ) -> Server:
     """Start ``command`` (a server on ``port``, environment ``env`` or this process's) and
     return once ``ready_path`` answers 200."""
-    process = subprocess.Popen(
-        list(command), cwd=ROOT, env=dict(os.environ if env is None else env)
-    )
+    environment = dict(os.environ if env is None else env)
+    started = time.monotonic()
+    process = subprocess.Popen(list(command), cwd=ROOT, env=environment)
     server = Server(url=f"http://127.0.0.1:{port}", process=process)
     try:
         wait_ready(server, ready_path)
     except BaseException:
         stop(server)
         raise
-    return server
+    return Server(server.url, process, startup_s=time.monotonic() - started)
 
 
 def stop(server: Server) -> None:
