@@ -16,6 +16,7 @@ Run: ``.venv/bin/python -m bench.confirm [--cold 3] [--warm 100]``.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -131,6 +132,7 @@ def warm_server(count: int) -> dict[str, Any]:
         return results
     finally:
         stop(server)
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def main() -> None:
