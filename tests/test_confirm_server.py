@@ -246,6 +246,19 @@ def halt(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
+def ranks_anywhere(runtime: str) -> set[int]:
+    """Every pool rank on this machine that uses ``runtime`` (orphans included)."""
+    found = set()
+    for pid in parents():
+        try:
+            arguments = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if "app.confirm.worker" in arguments and runtime in arguments and not process_gone(pid):
+            found.add(pid)
+    return found
+
+
 def roles_seen(url: str, attempts: int = 200) -> set[str]:
     """Ask /api/confirm/status on fresh connections until both web workers have answered."""
     seen: set[str] = set()
@@ -269,17 +282,19 @@ def test_two_web_workers_share_one_pool_and_take_it_over() -> None:
         owner = next(pid for pid in workers if torch_processes(pid))
         pool = torch_processes(owner)
         os.kill(owner, signal.SIGKILL)
-        # The other worker takes the lock the kernel released and starts a fresh pool.
-        assert wait_gone(pool) == set()
+        # The other worker takes the lock the kernel released, ends the orphaned ranks and
+        # starts a fresh pool: never more than 8 ranks of this runtime folder, anywhere.
+        runtime = env["ATLAS_CONFIRM_RUNTIME_DIR"]
         deadline = time.monotonic() + POOL_READY_SECONDS
         while time.monotonic() < deadline:
-            assert len(torch_processes(process.pid)) <= 8
+            assert len(ranks_anywhere(runtime)) <= 8
             response = post(url, body_for(4, 99))
             if response.status_code == 200:
                 break
             assert response.status_code == 503, response.text
             time.sleep(0.5)
         assert response.status_code == 200
+        assert wait_gone(pool) == set()
         assert len(torch_processes(process.pid)) == 8
         tree = descendants(process.pid)
     finally:
@@ -324,3 +339,32 @@ def test_turned_off_by_setting_is_503_and_starts_no_process() -> None:
     finally:
         stop_server(server)
         shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)
+
+
+def test_a_new_owner_ends_the_ranks_a_dead_owner_left() -> None:
+    env = runtime_env()
+    runtime = env["ATLAS_CONFIRM_RUNTIME_DIR"]
+    first = start_server(env)
+    second: LiveServer | None = None
+    rank0: int | None = None
+    try:
+        wait_ready(first.url)
+        pool = torch_processes(first.process.pid)
+        rank0 = next(iter(pool - forked_ranks(first, pool)))
+        # A stopped rank 0 cannot notice that its server died: it would stay forever.
+        os.kill(rank0, signal.SIGSTOP)
+        first.process.kill()
+        first.process.wait()
+        assert wait_gone(pool - {rank0}) == set()
+        assert not process_gone(rank0)
+        second = start_server(env)
+        wait_ready(second.url)
+        assert process_gone(rank0), "the new owner killed the orphaned rank 0 by pid"
+        assert len(ranks_anywhere(runtime)) == 8
+    finally:
+        if rank0 is not None and not process_gone(rank0):
+            os.kill(rank0, signal.SIGKILL)
+        stop_server(first)
+        if second is not None:
+            stop_server(second)
+        shutil.rmtree(runtime, ignore_errors=True)

@@ -79,6 +79,27 @@ def process_gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
+def is_pool_rank(pid: int, store_dir: Path) -> bool:
+    """Whether ``pid`` is a rank of a pool that used ``store_dir`` (not a reused pid)."""
+    try:
+        arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"app.confirm.worker" in arguments and any(
+        argument.startswith(bytes(store_dir)) for argument in arguments
+    )
+
+
+async def kill_and_wait(pids: list[int], timeout: float = 5.0) -> None:
+    """SIGKILL every pid, then wait until each is gone (or a zombie)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not all(process_gone(pid) for pid in pids):
+        await asyncio.sleep(0.01)
+
+
 class Pool:
     """The rank processes of one pool and the sockets to them; used from one event loop."""
 
@@ -120,7 +141,28 @@ class Pool:
             time.monotonic() - started,
         )
 
+    @property
+    def pid_file(self) -> Path:
+        """The live pool's pids, so a new owner can end a dead owner's ranks first."""
+        return self.config.store_dir / "pool.pids"
+
+    def _record_pids(self) -> None:
+        self.pid_file.write_text(json.dumps({"pids": self.pids}))
+
+    async def _end_leftovers(self) -> None:
+        """Kill the ranks of a pool whose owner died without stopping them (at most 8 stay)."""
+        try:
+            recorded = json.loads(self.pid_file.read_text())["pids"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+        alive = [pid for pid in recorded if is_pool_rank(int(pid), self.config.store_dir)]
+        if alive:
+            log.warning("ending %d ranks left by a pool whose owner died", len(alive))
+            await kill_and_wait(alive)
+        self.pid_file.unlink(missing_ok=True)
+
     async def _spawn(self) -> None:
+        await self._end_leftovers()
         world = self.config.world
         pairs = [socket.socketpair() for _ in range(world)]
         ours = [left for left, _ in pairs]
@@ -158,6 +200,7 @@ class Pool:
             for sock in theirs:
                 sock.close()
         self.pids = [self._process.pid]
+        self._record_pids()
         streams = [await asyncio.open_unix_connection(sock=sock) for sock in ours]
         self._writers = [writer for _, writer in streams]
         self._inbox = [asyncio.Queue() for _ in streams]
@@ -170,6 +213,7 @@ class Pool:
         if not isinstance(pids, list):
             raise WorkerFaultError(f"rank 0 sent {spawned!r} instead of its pids")
         self.pids = [int(pid) for pid in pids]
+        self._record_pids()
         for rank in range(world):
             ready = await self._message(rank)
             if ready.get("event") != "ready":
@@ -270,18 +314,14 @@ class Pool:
         for writer in self._writers:
             writer.close()
         self._pumps, self._inbox, self._writers = [], [], []
-        for pid in self.pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        # Rank 0 lets the kernel reap its children; make sure they are gone before going on.
+        await kill_and_wait(self.pids)
         if self._process is not None:
             process = self._process
             await asyncio.to_thread(process.wait)
             self._process = None
-        # Rank 0 lets the kernel reap its children; make sure they are gone before going on.
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline and not all(process_gone(pid) for pid in self.pids):
-            await asyncio.sleep(0.01)
         self.pids = []
+        self.pid_file.unlink(missing_ok=True)
         for leftover in self.config.store_dir.glob(f"store-{os.getpid()}-*"):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
