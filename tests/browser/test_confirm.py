@@ -17,7 +17,7 @@ RUN_TIMEOUT_MS = 120_000
 
 
 def cell(page: Any, run: str, rank: int, part: str) -> Any:
-    return page.locator(f'#confirm tr[data-run="{run}"] td[data-rank="{rank}"] .confirm-{part}')
+    return page.locator(f'#confirm tr[data-rank="{rank}"] td[data-run="{run}"] .confirm-{part}')
 
 
 def test_run_shows_every_replica_beside_the_engine(
@@ -26,6 +26,8 @@ def test_run_shows_every_replica_beside_the_engine(
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.goto(f"{live_server.url}/?{LESSON}#lab")
+    progress = page.locator("#confirm .confirm-progress")
+    expect(progress).to_be_hidden()
     page.get_by_role("button", name="Run on real torch.distributed").click()
     expect(cell(page, "ddp_default", 1, "grad")).to_have_text("g 2", timeout=RUN_TIMEOUT_MS)
     expect(cell(page, "ddp_default", 0, "w")).to_have_text("w 9.8")
@@ -33,7 +35,7 @@ def test_run_shows_every_replica_beside_the_engine(
         for rank in (0, 1):
             expect(cell(page, run, rank, "grad")).to_have_text("g 2.5")
             expect(cell(page, run, rank, "w")).to_have_text("w 9.75")
-    reference = page.locator('#confirm tr[data-run="ddp_default"] td[data-col="reference"]')
+    reference = page.locator('#confirm tr[data-row="matches-reference"] td[data-run="ddp_default"]')
     expect(reference).to_have_text("no")
     expect(page.locator("#confirm .confirm-verdict")).to_contain_text(
         "only the compensated and comm-hook runs match"
@@ -43,10 +45,22 @@ def test_run_shows_every_replica_beside_the_engine(
     page.locator("#confirm").screenshot(path=str(artifacts / "confirm-panel.png"))
     results = Axe().run(page, context="#confirm")
     serious = [
-        v["id"] for v in results.response["violations"] if v["impact"] in ("serious", "critical")
+        (v["id"], [node["target"] for node in v["nodes"]])
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
     ]
     assert serious == []
     assert errors == []
+
+
+def test_progress_shows_while_htmx_runs_the_job(live_server: LiveServer, page: Any) -> None:
+    page.goto(f"{live_server.url}/?{LESSON}#lab")
+    progress = page.locator("#confirm .confirm-progress")
+    expect(progress).to_be_hidden()
+    # hx-indicator puts this class on the panel for the time of the request.
+    page.locator("#confirm").evaluate("panel => panel.classList.add('htmx-request')")
+    expect(progress).to_be_visible()
+    expect(progress).to_contain_text("Running on 2 gloo ranks")
 
 
 def test_run_takes_the_lab_state_as_typed_not_as_first_rendered(
@@ -75,6 +89,8 @@ def test_without_javascript_the_button_posts_and_the_page_shows_the_result(
         expect(cell(page, "ddp_default", 2, "grad")).to_have_text("g 1.33333333333")
         expect(cell(page, "comm_hook", 2, "w")).to_have_text("w 9.75")
         expect(page.locator("#lab-targets-1")).to_have_value("7,7,7,7,7,7")
+        # The address's fragment brings the result into view.
+        expect(page.locator("#confirm")).to_be_in_viewport()
         page.screenshot(path=str(artifacts / "confirm-no-js.png"), full_page=False)
     finally:
         page.context.close()
