@@ -1,6 +1,7 @@
 """``python -m app.confirm``: the local launcher and a real torchrun, each a cold gloo job."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,8 +18,17 @@ LESSON_FLAGS = ["--counts", "2,6", "--means", "1,3", "--eta", "0.1", "--w", "10"
 
 
 def run(command: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    # One host: gloo on loopback, whatever the container's hostname resolves to.
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}
     return subprocess.run(
-        command, cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=180, check=False
+        command,
+        cwd=ROOT,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
     )
 
 
