@@ -80,12 +80,12 @@ def test_lesson_page_opens_a_shared_state(client: TestClient) -> None:
 
 def test_valid_state_is_pushed_as_the_page_address(client: TestClient) -> None:
     response = client.get("/lab?counts=2.0&counts=6&means=1&means=3&eta=.1&w=10", headers=HX)
-    assert response.headers["HX-Push-Url"] == f"/?{LESSON}"
+    assert response.headers["X-Lab-Url"] == f"/?{LESSON}"
 
 
 def test_ring_state_rides_along_in_the_pushed_address(client: TestClient) -> None:
     response = client.get(f"/lab?{LESSON}&ring_mb=50&ring_p=16&ring_us=5&ring_gbps=25", headers=HX)
-    pushed = parse_qs(urlsplit(response.headers["HX-Push-Url"]).query)
+    pushed = parse_qs(urlsplit(response.headers["X-Lab-Url"]).query)
     assert pushed["ring_mb"] == ["50"]
     assert pushed["counts"] == ["2,6"]
 
@@ -127,7 +127,7 @@ def test_bad_input_is_422_with_a_message_naming_the_field(
 ) -> None:
     fragment = client.get(f"/lab?{query}", headers=HX)
     assert fragment.status_code == 422
-    assert fragment.headers["HX-Push-Url"] == "false"
+    assert "X-Lab-Url" not in fragment.headers
     assert any(field in message for message in messages(soup(fragment.text)))
     for url in (f"/?{query}", f"/lab?{query}"):
         whole = client.get(url)
@@ -276,7 +276,7 @@ def test_ring_panel_fragment_and_errors(client: TestClient) -> None:
     page = soup(response.text)
     assert value(page, "ring-time") == "17.64 ms"
     assert value(page, "count-time") == "140 µs"
-    assert response.headers["HX-Push-Url"] == f"/?{LESSON}"
+    assert response.headers["X-Lab-Url"] == f"/?{LESSON}"
     carry = page.select_one("#lab-carry-ring")
     assert carry is not None
     assert carry["hx-swap-oob"] == "true"

@@ -84,6 +84,7 @@ MODES = (
 PAGE_ROUTE = "lesson_page"
 # The lab answers one URL three ways: whole page, whole lab, or results only.
 VARY = "HX-Request, HX-Target"
+STATE_URL_HEADER = "X-Lab-Url"
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,12 +191,15 @@ def page_url(request: Request, *queries: str) -> str:
 
 
 def fragment(
-    request: Request, template: str, context: dict[str, Any], status_code: int, push: str | None
+    request: Request, template: str, context: dict[str, Any], status_code: int, url: str | None
 ) -> Response:
     response = templates.TemplateResponse(request, template, context, status_code=status_code)
     response.headers["Vary"] = VARY
-    # Only a valid state goes into the address bar and the history; a typo does not.
-    response.headers["HX-Push-Url"] = push or "false"
+    # The page address for this state; lab.js writes it into the history once per gesture
+    # (htmx's HX-Push-Url would write it on every answer, and each write costs milliseconds).
+    # Only a valid state gets one: a typo never reaches the address bar.
+    if url is not None:
+        response.headers[STATE_URL_HEADER] = url
     return response
 
 
@@ -208,13 +212,13 @@ def lab(request: Request) -> Response:
     panel: LabPanel = context["lab"]
     ring: RingPanel = context["ring"]
     status = 200 if panel.view is not None else 422
-    push = page_url(request, panel.query, ring.query) if panel.view is not None else None
+    url = page_url(request, panel.query, ring.query) if panel.view is not None else None
     if request.headers.get("HX-Target") == "lab":
-        return fragment(request, "_lab.html", context, status, push)
+        return fragment(request, "_lab.html", context, status, url)
     context["oob_status"] = True
     context["oob_ranks"] = panel.parsed.resized
     context["oob_carry"] = panel.view is not None
-    return fragment(request, "_lab_results.html", context, status, push)
+    return fragment(request, "_lab_results.html", context, status, url)
 
 
 @router.get("/lab/ring", name="lab_ring", response_class=HTMLResponse)
@@ -226,9 +230,9 @@ def lab_ring(request: Request) -> Response:
     panel: LabPanel = context["lab"]
     ring: RingPanel = context["ring"]
     status = 200 if ring.view is not None else 422
-    push = page_url(request, panel.query, ring.query) if ring.view is not None else None
+    url = page_url(request, panel.query, ring.query) if ring.view is not None else None
     context["oob_carry"] = ring.view is not None
-    return fragment(request, "_lab_ring_results.html", context, status, push)
+    return fragment(request, "_lab_ring_results.html", context, status, url)
 
 
 def full_page(request: Request) -> Response:

@@ -52,21 +52,37 @@
     }
   });
 
-  // One gesture, one history entry: while a slider is dragged (or a key held) each answer
-  // replaces the address instead of pushing, so Back returns to where the gesture began.
-  var lastPush = 0;
+  // The page address follows the state. The server names it in X-Lab-Url; writing history
+  // costs a few milliseconds in Chromium, so it is written once the answers pause, and a
+  // gesture (a drag, a held key) makes one entry: Back returns to where the gesture began.
   var GESTURE_MS = 700;
-  document.addEventListener("htmx:beforeHistoryUpdate", function (event) {
-    var history = event.detail.history;
-    var target = event.detail.target;
-    if (!history || history.type !== "push" || !target || !target.closest("#lab")) {
+  var SETTLE_MS = 120;
+  var urlTimer = 0;
+  var lastWrite = 0;
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var xhr = event.detail.xhr;
+    var url = event.detail.successful && xhr ? xhr.getResponseHeader("X-Lab-Url") : null;
+    if (!url) {
       return;
     }
-    var now = Date.now();
-    if (now - lastPush < GESTURE_MS) {
-      history.type = "replace";
-    }
-    lastPush = now;
+    clearTimeout(urlTimer);
+    urlTimer = setTimeout(function () {
+      if (url === location.pathname + location.search) {
+        return;
+      }
+      var now = Date.now();
+      // {htmx: true}: on Back and Forward htmx reloads the state from the server.
+      if (now - lastWrite < GESTURE_MS) {
+        history.replaceState({ htmx: true }, "", url);
+      } else {
+        if (!(history.state && history.state.htmx)) {
+          // The entry being left must be one htmx restores too (the page as first loaded).
+          history.replaceState({ htmx: true }, "", location.href);
+        }
+        history.pushState({ htmx: true }, "", url);
+      }
+      lastWrite = now;
+    }, SETTLE_MS);
   });
 
   // After an update, the inputs of the form it belongs to reflect the returned error list.
