@@ -1,7 +1,7 @@
 // Lab behaviour (progressive enhancement over htmx). Without this file the number inputs and
 // the submit buttons do everything; with it the sliders appear and mirror the number inputs,
-// 422 fragments (which carry the inline error message) are swapped in, and each input marks
-// itself invalid from the error list the server returned.
+// 422 fragments (which carry the inline error message) are swapped in, each input marks
+// itself invalid from the error list the server returned, and the address follows the state.
 (function () {
   "use strict";
 
