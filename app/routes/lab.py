@@ -2,7 +2,7 @@
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -25,6 +25,8 @@ from app.labview import LabView, RingView, lab_view, ring_view
 from app.templating import templates
 
 router = APIRouter(tags=["lab"])
+ParsedT = TypeVar("ParsedT")
+ViewT = TypeVar("ViewT")
 
 # The input an engine error about a request field points to (its message names the field).
 ENGINE_FIELD_INPUT = {
@@ -87,12 +89,12 @@ VARY = "HX-Request, HX-Target"
 STATE_URL_HEADER = "X-Lab-Url"
 
 
-@dataclass(frozen=True, slots=True)
-class LabPanel:
-    """The lab as the templates see it: inputs as typed, errors, and the view of the result."""
+@dataclass(frozen=True)
+class Panel(Generic[ParsedT, ViewT]):
+    """One form as the templates see it: inputs as typed, errors, and the view of the result."""
 
-    parsed: ParsedLab
-    view: LabView | None
+    parsed: ParsedT
+    view: ViewT | None
     errors: tuple[FieldError, ...]
     pairs: tuple[tuple[str, str], ...]
 
@@ -101,29 +103,20 @@ class LabPanel:
         """The canonical query string of a valid state ("" while the input is invalid)."""
         return encode(self.pairs)
 
+    def error_for(self, input_id: str) -> FieldError | None:
+        return next((e for e in self.errors if e.input_id == input_id), None)
+
+
+class LabPanel(Panel[ParsedLab, LabView]):
+    """The gradient lab."""
+
     @property
     def state(self) -> LabState | None:
+        """The validated state the engine accepted (None while the input is invalid)."""
         return self.parsed.state if self.view is not None else None
 
-    def error_for(self, input_id: str) -> FieldError | None:
-        return next((e for e in self.errors if e.input_id == input_id), None)
 
-
-@dataclass(frozen=True, slots=True)
-class RingPanel:
-    """The ring all-reduce panel as the templates see it."""
-
-    parsed: ParsedRing
-    view: RingView | None
-    errors: tuple[FieldError, ...]
-    pairs: tuple[tuple[str, str], ...]
-
-    @property
-    def query(self) -> str:
-        return encode(self.pairs)
-
-    def error_for(self, input_id: str) -> FieldError | None:
-        return next((e for e in self.errors if e.input_id == input_id), None)
+RingPanel = Panel[ParsedRing, RingView]
 
 
 def engine_error(exc: EngineError) -> FieldError:
