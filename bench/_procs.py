@@ -1,5 +1,6 @@
 """Read a process tree from /proc: children, resident memory, and which processes hold torch."""
 
+import os
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -63,3 +64,21 @@ def holds_torch(pid: int) -> bool:
 def torch_processes(root: int) -> list[int]:
     """The processes below ``root`` that imported torch (the confirmation workers)."""
     return [pid for pid in descendants(root) if holds_torch(pid)]
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User plus system CPU time the given processes have used so far."""
+    ticks = 0
+    for pid in pids:
+        try:
+            stat = (PROC / str(pid) / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def web_processes(root: int) -> list[int]:
+    """A uvicorn server's own processes: the root and every descendant that does not hold torch."""
+    return [root, *(pid for pid in descendants(root) if not holds_torch(pid))]

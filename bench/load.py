@@ -5,6 +5,10 @@ bare endpoint, same uvicorn settings) are started side by side; every target is 
 on the floor and then on the app. Any non-2xx answer or socket error fails the run. The app runs
 as in a classroom: its confirmation pool started and idle (in a private runtime folder).
 
+Besides throughput and latency, each run reports the server's CPU time per request (uvicorn and
+its workers, from /proc): on a machine shared with other work the wall-clock figures move with
+the neighbours, the CPU cost of a request much less.
+
     python -m bench.load                     # 30 s per run, as in bench/README.md
     python -m bench.load --seconds 5         # a quick look
 """
@@ -20,6 +24,7 @@ from pathlib import Path
 
 import httpx
 
+from bench._procs import cpu_seconds, web_processes
 from bench._servers import Server, serve
 from bench._wrk import WrkResult, run_wrk, wrk_available
 
@@ -48,12 +53,26 @@ TARGETS = (
 
 
 @dataclass(frozen=True)
+class Measured:
+    """One wrk run and the server's CPU time per request during it."""
+
+    wrk: WrkResult
+    cpu_ms_per_request: float
+
+
+@dataclass(frozen=True)
 class Row:
     target: str
     workers: int
     connections: int
     floor: WrkResult
     app: WrkResult
+    floor_cpu_ms: float
+    app_cpu_ms: float
+
+    @property
+    def cpu_ratio(self) -> float:
+        return self.app_cpu_ms / self.floor_cpu_ms
 
     @property
     def rps_ratio(self) -> float:
@@ -126,17 +145,30 @@ def load_target(target: Target, workers: int, seconds: float, floor: Server, app
         url = server.url + target.path
         # A short warm-up so both sides have imported and cached what they need.
         run_wrk(url, connections=target.connections, seconds=2, headers=target.headers)
-        results.append(
-            run_wrk(url, connections=target.connections, seconds=seconds, headers=target.headers)
+        processes = web_processes(server.process.pid)
+        cpu_before = cpu_seconds(processes)
+        result = run_wrk(
+            url, connections=target.connections, seconds=seconds, headers=target.headers
         )
-    row = Row(target.name, workers, target.connections, *results)
+        cpu_ms = (cpu_seconds(processes) - cpu_before) * 1000 / max(1, result.requests)
+        results.append(Measured(result, cpu_ms))
+    floor_run, app_run = results
+    row = Row(
+        target.name,
+        workers,
+        target.connections,
+        floor_run.wrk,
+        app_run.wrk,
+        floor_run.cpu_ms_per_request,
+        app_run.cpu_ms_per_request,
+    )
     print(format_row(row), flush=True)
     return row
 
 
 HEADER = (
     f"{'target':<14}{'wk':>3}{'conn':>5}{'floor r/s':>11}{'app r/s':>9}{'r/s x':>7}"
-    f"{'p50 ms':>8}{'x':>6}{'p99 ms':>8}{'x':>6}{'errors':>8}"
+    f"{'p50 ms':>8}{'x':>6}{'p99 ms':>8}{'x':>6}{'cpu ms/req':>11}{'x':>6}{'errors':>8}"
 )
 
 
@@ -144,7 +176,8 @@ def format_row(row: Row) -> str:
     return (
         f"{row.target:<14}{row.workers:>3}{row.connections:>5}{row.floor.rps:>11.0f}"
         f"{row.app.rps:>9.0f}{row.rps_ratio:>7.2f}{row.app.p50_ms:>8.1f}{row.p50_ratio:>6.2f}"
-        f"{row.app.p99_ms:>8.1f}{row.p99_ratio:>6.2f}{row.app.errors:>8d}"
+        f"{row.app.p99_ms:>8.1f}{row.p99_ratio:>6.2f}{row.app_cpu_ms:>11.2f}{row.cpu_ratio:>6.2f}"
+        f"{row.app.errors:>8d}"
     )
 
 
@@ -173,7 +206,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     RESULTS.mkdir(exist_ok=True)
     report = {
-        "rows": [asdict(row) | {"rps_ratio": row.rps_ratio} for row in rows],
+        "rows": [
+            asdict(row) | {"rps_ratio": row.rps_ratio, "cpu_ratio": row.cpu_ratio} for row in rows
+        ],
         "startup_s": STARTUP,
     }
     (RESULTS / "load.json").write_text(json.dumps(report, indent=2))

@@ -327,15 +327,17 @@ def test_a_killed_confirmation_worker_is_replaced_under_load(classroom: Server) 
     # Rank 0 takes part in every job (the others only in jobs with enough ranks).
     (rank0,) = [pid for pid in old_ranks if _parent(pid) not in old_ranks]
     responses: list[httpx.Response] = []
+    confirmed_after_kill: list[httpx.Response] = []
     killed = threading.Event()
 
     def student(number: int) -> None:
-        # Keep asking until a confirmation that started after the kill has come back.
+        # Keep asking until a confirmation sent after the kill has come back.
         for n in range(number * 1000, number * 1000 + 200):
             after_kill = killed.is_set()
             response = httpx.post(f"{classroom.url}/api/confirm", json=confirm_body(n), timeout=120)
             responses.append(response)
             if after_kill and response.status_code == 200:
+                confirmed_after_kill.append(response)
                 return
 
     with TorchSampler(root) as sampler, ThreadPoolExecutor(max_workers=4) as pool:
@@ -346,9 +348,11 @@ def test_a_killed_confirmation_worker_is_replaced_under_load(classroom: Server) 
         killed.set()
         for future in students:
             future.result()
+    # A job in flight at the kill is retried on a fresh pool (attempts 2); a kill between jobs
+    # makes the pool rebuild at once. Either way every request is answered, and one sent after
+    # the kill is confirmed by new ranks.
     check_answered(responses, {200, 429, 503})
-    retried = [r for r in responses if r.status_code == 200 and r.json()["attempts"] == 2]
-    assert retried, "no job met the dead rank and was retried on a fresh pool"
+    assert len(confirmed_after_kill) == 4, "a student got no confirmation after the kill"
     new_ranks = set(torch_processes(root))
     assert new_ranks
     assert not new_ranks & old_ranks, "ranks of the broken pool survived the rebuild"
