@@ -116,7 +116,12 @@ class LabPanel(Panel[ParsedLab, LabView]):
         return self.parsed.state if self.view is not None else None
 
 
-RingPanel = Panel[ParsedRing, RingView]
+class RingPanel(Panel[ParsedRing, RingView]):
+    """The ring all-reduce cost panel.
+
+    A subclass rather than the alias ``Panel[ParsedRing, RingView]``: calling a generic alias
+    sets ``__orig_class__`` on the new instance, which a frozen dataclass refuses.
+    """
 
 
 def engine_error(exc: EngineError) -> FieldError:
