@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -25,11 +25,17 @@ from app.lesson.loader import load_lesson
 from app.lesson.quiz import Question
 from app.lesson.render import render_lesson
 from app.settings import Settings
-from bench._procs import children, descendants, holds_torch, rss_bytes, torch_processes
-from bench._servers import ROOT, Server, free_port, launch, serve, stop
+from bench._classroom import (
+    TorchSampler,
+    confirm_body,
+    own_pool,
+    post_all_at_once,
+    start_like_the_image,
+    wait_pool_ready,
+)
+from bench._procs import children, holds_torch, rss_bytes, torch_processes
+from bench._servers import Server, free_port, launch, serve, stop
 
-ENTRYPOINT = ROOT / "scripts" / "docker-entrypoint"
-VENV_BIN = str(Path(sys.executable).parent)
 LAB_QUERY = "counts=2,6&means=1,3&eta=0.1&w=10"
 HX = {"HX-Request": "true"}
 MAX_SERVER_RSS = 150 * 1024 * 1024
@@ -96,68 +102,6 @@ def worker_pids(server: Server) -> list[int]:
 def environ(pid: int) -> dict[str, str]:
     pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     return dict(pair.decode().split("=", 1) for pair in pairs if b"=" in pair)
-
-
-def own_pool(tmp: Path) -> dict[str, str]:
-    """A private runtime folder: this server owns its pool instead of joining another's."""
-    return {"ATLAS_CONFIRM_RUNTIME_DIR": str(tmp)}
-
-
-def start_like_the_image(tmp: Path) -> Server:
-    """scripts/docker-entrypoint with the image's two workers and no signing key given."""
-    port = free_port()
-    env = {name: value for name, value in os.environ.items() if name != "ATLAS_SECRET_KEY"}
-    env |= {"PATH": f"{VENV_BIN}:{os.environ['PATH']}", "WEB_CONCURRENCY": "2", **own_pool(tmp)}
-    command = [
-        str(ENTRYPOINT),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-    ]
-    return launch(command, port=port, ready_path="/healthz", env=env)
-
-
-def wait_pool_ready(url: str, timeout: float = 120.0) -> int:
-    """Wait until the confirmation pool is ready; returns its world size (the bound)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status = httpx.get(f"{url}/api/confirm/status", timeout=10).json()
-        if status["state"] == "ready":
-            return int(status["world_size"])
-        assert status["state"] in ("starting", "stopped", "off", "ready"), status
-        time.sleep(0.5)
-    raise AssertionError(f"the confirmation pool was not ready within {timeout} s: {status}")
-
-
-@dataclass
-class TorchSampler:
-    """Counts the torch processes below a server every few milliseconds while a block runs."""
-
-    root: int
-    counts: list[int] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-
-    def run(self) -> None:
-        # A process that holds torch keeps holding it: read the maps of new processes only.
-        known: set[int] = set()
-        while not self._stop.is_set():
-            alive = descendants(self.root)
-            known = {pid for pid in known if pid in alive}
-            known |= {pid for pid in alive if pid not in known and holds_torch(pid)}
-            self.counts.append(len(known))
-            time.sleep(0.01)
-
-    def __enter__(self) -> "TorchSampler":
-        self._thread = threading.Thread(target=self.run, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 @pytest.fixture(scope="module")
@@ -280,19 +224,6 @@ def test_sigkill_mid_request_then_restart_keeps_what_the_student_had(tmp_path: P
     assert float(figures_after["w-new"]) == pytest.approx(engine.w_new)
 
 
-def confirm_body(n: int) -> dict[str, object]:
-    """Distinct requests, so none is answered from the cache of identical ones."""
-    return {"counts": [2, 6, n % 5 + 1], "means": [1, 3, n], "eta": 0.1, "w": 10 + n}
-
-
-def post_confirms(url: str, bodies: list[dict[str, object]]) -> list[httpx.Response]:
-    def post(body: dict[str, object]) -> httpx.Response:
-        return httpx.post(f"{url}/api/confirm", json=body, timeout=120)
-
-    with ThreadPoolExecutor(max_workers=len(bodies)) as pool:
-        return list(pool.map(post, bodies))
-
-
 def check_answered(responses: list[httpx.Response], allowed: set[int]) -> list[httpx.Response]:
     """Every answer is allowed; a 429 says when to retry. Returns the 200s."""
     for response in responses:
@@ -313,7 +244,7 @@ def test_twenty_confirmations_at_once_are_all_answered_within_the_bound(
     bound = wait_pool_ready(classroom.url)
     assert bound <= CONFIRM_BOUND
     with TorchSampler(classroom.process.pid) as sampler:
-        responses = post_confirms(classroom.url, [confirm_body(n) for n in range(20)])
+        responses = post_all_at_once(classroom.url, [confirm_body(n) for n in range(20)])
     assert check_answered(responses, {200, 429}), "no confirmation succeeded"
     assert sampler.counts
     assert max(sampler.counts) <= bound, max(sampler.counts)
