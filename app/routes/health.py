@@ -1,9 +1,9 @@
 """Liveness and what this server runs."""
 
-import importlib.util
-
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
+
+from app.confirm.service import torch_installed
 
 router = APIRouter(tags=["health"])
 
@@ -13,11 +13,6 @@ class Health(BaseModel):
     lesson_id: str
     lesson_version: str
     torch_installed: bool
-
-
-def torch_installed() -> bool:
-    """Whether torch can be imported, found without importing it in this process."""
-    return importlib.util.find_spec("torch") is not None
 
 
 @router.get("/healthz", response_model=Health)
