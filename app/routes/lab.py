@@ -1,10 +1,11 @@
 """The gradient lab: one URL per state, rendered as a fragment for htmx and as the whole page."""
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse
 from starlette.responses import Response
 
@@ -22,9 +23,19 @@ from app.labquery import (
     ring_query_pairs,
 )
 from app.labview import LabView, RingView, lab_view, ring_view
-from app.templating import templates
+from app.templating import RenderCache, origin, templates
 
-router = APIRouter(tags=["lab"])
+# Rendered fragments kept per app: a few thousand at about 10 KB each.
+FRAGMENT_CACHE_BYTES = 32 * 2**20
+
+
+@asynccontextmanager
+async def _fragment_cache(app: FastAPI) -> AsyncIterator[None]:
+    app.state.lab_fragments = RenderCache(FRAGMENT_CACHE_BYTES)
+    yield
+
+
+router = APIRouter(tags=["lab"], lifespan=_fragment_cache)
 ParsedT = TypeVar("ParsedT")
 ViewT = TypeVar("ViewT")
 
@@ -201,17 +212,14 @@ def fragment(
     return response
 
 
-@router.get("/lab", name="lab", response_class=HTMLResponse)
-def lab(request: Request) -> Response:
-    """The lab for the state in the query: results fragment (htmx), whole lab, or the whole page."""
-    if request.headers.get("HX-Request") != "true":
-        return full_page(request)
+def render_lab(request: Request, whole: bool) -> Response:
+    """The whole lab (``whole``) or its results with their out-of-band updates, for htmx."""
     context = page_context(request.query_params)
     panel: LabPanel = context["lab"]
     ring: RingPanel = context["ring"]
     status = 200 if panel.view is not None else 422
     url = page_url(request, panel.query, ring.query) if panel.view is not None else None
-    if request.headers.get("HX-Target") == "lab":
+    if whole:
         return fragment(request, "_lab.html", context, status, url)
     context["oob_status"] = True
     context["oob_ranks"] = panel.parsed.resized
@@ -219,11 +227,8 @@ def lab(request: Request) -> Response:
     return fragment(request, "_lab_results.html", context, status, url)
 
 
-@router.get("/lab/ring", name="lab_ring", response_class=HTMLResponse)
-def lab_ring(request: Request) -> Response:
-    """The ring all-reduce panel for the query: results fragment (htmx) or the whole page."""
-    if request.headers.get("HX-Request") != "true":
-        return full_page(request)
+def render_ring(request: Request) -> Response:
+    """The ring panel's results with the lab's state carried out of band, for htmx."""
     context = page_context(request.query_params)
     panel: LabPanel = context["lab"]
     ring: RingPanel = context["ring"]
@@ -233,11 +238,47 @@ def lab_ring(request: Request) -> Response:
     return fragment(request, "_lab_ring_results.html", context, status, url)
 
 
+def fragment_key(request: Request, kind: str) -> tuple[object, ...]:
+    """Everything a fragment is rendered from: the raw query, which fragment, the URLs' origin.
+
+    No cookie: the fragments show nothing personal. The whole lab also holds the confirmation
+    panel, which says when the pool is off, so that state is part of its key.
+    """
+    key = (kind, request.scope["query_string"], *origin(request))
+    if kind == "lab":
+        key += (request.app.state.confirm.off_message,)
+    return key
+
+
+def _fragments(request: Request) -> RenderCache:
+    cache: RenderCache = request.app.state.lab_fragments
+    return cache
+
+
+# async: the work is a fraction of a millisecond of CPU, less than a hop to the thread pool.
+@router.get("/lab", name="lab", response_class=HTMLResponse)
+async def lab(request: Request) -> Response:
+    """The lab for the state in the query: results fragment (htmx), whole lab, or the whole page."""
+    if request.headers.get("HX-Request") != "true":
+        return full_page(request)
+    whole = request.headers.get("HX-Target") == "lab"
+    key = fragment_key(request, "lab" if whole else "results")
+    return _fragments(request).answer(key, lambda: render_lab(request, whole))
+
+
+@router.get("/lab/ring", name="lab_ring", response_class=HTMLResponse)
+async def lab_ring(request: Request) -> Response:
+    """The ring all-reduce panel for the query: results fragment (htmx) or the whole page."""
+    if request.headers.get("HX-Request") != "true":
+        return full_page(request)
+    return _fragments(request).answer(fragment_key(request, "ring"), lambda: render_ring(request))
+
+
 def full_page(request: Request) -> Response:
     """The whole lesson page with the lab in this state (the answer without htmx)."""
     # Imported here: the pages router imports this module for page_context.
-    from app.routes.pages import lesson_page
+    from app.routes.pages import render_page
 
-    response = lesson_page(request)
+    response = render_page(request)
     response.headers["Vary"] = VARY
     return response
