@@ -86,23 +86,29 @@ class AssetFiles(StaticFiles):
 
 @dataclass(frozen=True, slots=True)
 class Rendered:
-    """One rendered HTML answer: body, status and the headers the route set (not the length)."""
+    """One rendered answer as it goes out: body, status and its headers, already encoded."""
 
     body: bytes
     status_code: int
-    headers: tuple[tuple[str, str], ...]
+    raw_headers: tuple[tuple[bytes, bytes], ...]
 
     @classmethod
     def of(cls, response: Response) -> "Rendered":
-        headers = tuple(
-            (name, value)
-            for name, value in response.headers.items()
-            if name not in ("content-length", "content-type")
-        )
-        return cls(bytes(response.body), response.status_code, headers)
+        return cls(bytes(response.body), response.status_code, tuple(response.raw_headers))
 
     def response(self) -> Response:
-        return Response(self.body, self.status_code, dict(self.headers), media_type="text/html")
+        return KeptResponse(self)
+
+
+class KeptResponse(Response):
+    """A kept answer sent again, without encoding its headers anew."""
+
+    def __init__(self, rendered: Rendered) -> None:
+        self.status_code = rendered.status_code
+        self.body = rendered.body
+        self.background = None
+        # A copy: the middleware adds its headers to the list it is sent.
+        self.raw_headers = list(rendered.raw_headers)
 
 
 class Lru(Generic[V]):
