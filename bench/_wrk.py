@@ -74,11 +74,16 @@ def run_wrk(
     threads: int = 1,
     headers: dict[str, str] | None = None,
     request_timeout: int = 5,
+    request_lua: str = "",
 ) -> WrkResult:
-    """Load ``url`` with wrk for ``seconds``; the whole run is killed if it overruns by 30 s."""
+    """Load ``url`` with wrk for ``seconds``; the whole run is killed if it overruns by 30 s.
+
+    ``request_lua`` may define wrk's ``request()`` to vary each request (the headers given here
+    still apply through ``wrk.format``).
+    """
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "report.lua"
-        script.write_text(REPORT_LUA)
+        script.write_text(REPORT_LUA + request_lua)
         command = [
             "wrk",
             f"--threads={threads}",

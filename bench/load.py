@@ -2,8 +2,10 @@
 
 For 1 and 2 uvicorn workers, the real app and the floor (bench/_floor.py: the same bytes from a
 bare endpoint, same uvicorn settings) are started side by side; every target is loaded with wrk
-on the floor and then on the app. Any non-2xx answer or socket error fails the run. The app runs
-as in a classroom: its confirmation pool started and idle (in a private runtime folder).
+on the floor and then on the app. Any non-2xx answer or socket error fails the run. The lab
+fragment is loaded twice at 32 connections: one state over and over (the app answers it from its
+cache of rendered fragments) and a new state on every request (each one rendered afresh). The
+app runs as in a classroom: its confirmation pool started and idle (in a private runtime folder).
 
 Besides throughput and latency, each run reports the server's CPU time per request (uvicorn and
 its workers, from /proc): on a machine shared with other work the wall-clock figures move with
@@ -37,18 +39,35 @@ GOAL_RPS_RATIO = 0.8
 GOAL_P99_RATIO = 1.5
 
 
+# Every request a lab state not asked before in the run: rank 1's mean counts up through more
+# states than the app's fragment cache holds (32 MiB, a few thousand 8 KB answers), so the app
+# renders each answer afresh. The floor answers its fixed bytes whatever the query.
+MISS_STATES = 100_000
+MISS_LUA = f"""
+local asked = 0
+
+function request()
+  asked = asked + 1
+  local path = string.format("/lab?counts=2,6&means=1,%d&eta=0.1&w=10", asked % {MISS_STATES})
+  return wrk.format(nil, path)
+end
+"""
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
     path: str
     headers: dict[str, str]
     connections: int
+    request_lua: str = ""
 
 
 TARGETS = (
     Target("lesson page", "/", {}, 64),
     Target("lab fragment", f"/lab?{LAB_QUERY}", HX, 64),
     Target("lab fragment", f"/lab?{LAB_QUERY}", HX, 32),
+    Target("lab, uncached", f"/lab?{LAB_QUERY}", HX, 32, MISS_LUA),
 )
 
 
@@ -143,13 +162,16 @@ def load_target(target: Target, workers: int, seconds: float, floor: Server, app
     results = []
     for server in (floor, app):
         url = server.url + target.path
+        load = {
+            "connections": target.connections,
+            "headers": target.headers,
+            "request_lua": target.request_lua,
+        }
         # A short warm-up so both sides have imported and cached what they need.
-        run_wrk(url, connections=target.connections, seconds=2, headers=target.headers)
+        run_wrk(url, seconds=2, **load)
         processes = web_processes(server.process.pid)
         cpu_before = cpu_seconds(processes)
-        result = run_wrk(
-            url, connections=target.connections, seconds=seconds, headers=target.headers
-        )
+        result = run_wrk(url, seconds=seconds, **load)
         cpu_ms = (cpu_seconds(processes) - cpu_before) * 1000 / max(1, result.requests)
         results.append(Measured(result, cpu_ms))
     floor_run, app_run = results
