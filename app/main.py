@@ -42,6 +42,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    # Innermost: kept lab fragments go out through the gzip and security headers below.
+    app.add_middleware(lab.KeptFragments)
     app.add_middleware(GZipMiddleware, minimum_size=500)
     app.add_middleware(SecurityHeadersMiddleware)
     app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")

@@ -225,3 +225,19 @@ def test_rendered_sends_the_same_response_again() -> None:
     # Headers added to one answer (as the middleware does) never reach the kept one.
     again.headers["X-Extra"] = "1"
     assert "x-extra" not in rendered.response().headers
+
+
+def test_kept_fragment_only_answers_the_htmx_get_it_was_rendered_for(warm: TestClient) -> None:
+    path = f"/lab?{LESSON}&w=12"
+    fragment = warm.get(path, headers=RESULTS)
+    assert fragment.text.startswith('<div id="lab-results"')
+    # Without htmx the same URL is the whole page; /lab answers GET only, kept or not.
+    page = warm.get(path)
+    assert page.text.startswith("<!doctype html>")
+    assert page.headers["cache-control"] == "private, no-cache"
+    assert warm.head(path, headers=RESULTS).status_code == 405
+    assert warm.post(path, headers=RESULTS).status_code == 405
+    # The whole lab for the same query is its own answer.
+    whole = warm.get(path, headers=WHOLE_LAB)
+    assert whole.text.startswith('<section id="lab"')
+    assert warm.get(path, headers=RESULTS).content == fragment.content

@@ -1,6 +1,6 @@
 """The gradient lab: one URL per state, rendered as a fragment for htmx and as the whole page."""
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -8,6 +8,7 @@ from typing import Any, Generic, TypeVar
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse
 from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.engine import EngineError, from_items, from_means, ring_allreduce, trajectory
 from app.labquery import (
@@ -255,18 +256,52 @@ def _fragments(request: Request) -> RenderCache:
     return cache
 
 
+def _lab_kind(request: Request) -> str:
+    return "lab" if request.headers.get("HX-Target") == "lab" else "results"
+
+
+LAB_PATH = "/lab"
+RING_PATH = "/lab/ring"
+# Which fragment an htmx GET on each path asks for.
+FRAGMENT_KINDS: dict[str, Callable[[Request], str]] = {
+    LAB_PATH: _lab_kind,
+    RING_PATH: lambda request: "ring",
+}
+
+
+class KeptFragments:
+    """ASGI middleware: an htmx GET for a fragment already rendered is answered from the cache
+    before routing, which costs several times the lookup. Anything else goes on to the routes
+    below, which render a fragment and keep it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind_of = FRAGMENT_KINDS.get(scope["path"]) if scope["type"] == "http" else None
+        if kind_of is not None and scope["method"] == "GET":
+            request = Request(scope)
+            if request.headers.get("HX-Request") == "true":
+                kept = _fragments(request).get(fragment_key(request, kind_of(request)))
+                if kept is not None:
+                    await kept.response()(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
 # async: the work is a fraction of a millisecond of CPU, less than a hop to the thread pool.
-@router.get("/lab", name="lab", response_class=HTMLResponse)
+@router.get(LAB_PATH, name="lab", response_class=HTMLResponse)
 async def lab(request: Request) -> Response:
     """The lab for the state in the query: results fragment (htmx), whole lab, or the whole page."""
     if request.headers.get("HX-Request") != "true":
         return full_page(request)
-    whole = request.headers.get("HX-Target") == "lab"
-    key = fragment_key(request, "lab" if whole else "results")
-    return _fragments(request).answer(key, lambda: render_lab(request, whole))
+    kind = _lab_kind(request)
+    return _fragments(request).answer(
+        fragment_key(request, kind), lambda: render_lab(request, whole=kind == "lab")
+    )
 
 
-@router.get("/lab/ring", name="lab_ring", response_class=HTMLResponse)
+@router.get(RING_PATH, name="lab_ring", response_class=HTMLResponse)
 async def lab_ring(request: Request) -> Response:
     """The ring all-reduce panel for the query: results fragment (htmx) or the whole page."""
     if request.headers.get("HX-Request") != "true":
