@@ -6,6 +6,7 @@ Templates only place these strings; every number on the lab is formatted here.
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from app.engine import GradientResult, RingCost, Trajectory
 from app.labquery import ItemsState, LabState, RingState
@@ -17,6 +18,9 @@ SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 ITEMS_SHOWN = 12
 
 
+# A view formats the same few figures many times over (N, g and the counts sit in several
+# formulas): about 80 calls for 27 values in the lesson's example.
+@lru_cache(maxsize=4096, typed=True)
 def fmt(value: float, digits: int = 6) -> str:
     """A number for reading: ``digits`` significant digits, a true minus sign, x10ⁿ exponents."""
     if value == 0:
