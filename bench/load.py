@@ -39,17 +39,17 @@ GOAL_RPS_RATIO = 0.8
 GOAL_P99_RATIO = 1.5
 
 
-# Every request a lab state not asked before in the run: rank 1's mean counts up through more
-# states than the app's fragment cache holds (32 MiB, a few thousand 8 KB answers), so the app
-# renders each answer afresh. The floor answers its fixed bytes whatever the query.
-MISS_STATES = 100_000
-MISS_LUA = f"""
-local asked = 0
+# Every request a lab state the app has not seen: rank 1's mean drawn from a million values
+# (0.000 to 999.999), against a fragment cache of a few thousand answers (32 MiB, 8 KB each), so
+# the app renders each answer afresh (a repeat is rarer than 1 in 200). Seeded from the clock, so
+# the warm-up and the run draw different states. The floor answers its fixed bytes whatever the
+# query.
+MISS_LUA = """
+math.randomseed(os.time())
 
 function request()
-  asked = asked + 1
-  local path = string.format("/lab?counts=2,6&means=1,%d&eta=0.1&w=10", asked % {MISS_STATES})
-  return wrk.format(nil, path)
+  local mean = math.random(0, 999999) / 1000
+  return wrk.format(nil, string.format("/lab?counts=2,6&means=1,%.3f&eta=0.1&w=10", mean))
 end
 """
 
