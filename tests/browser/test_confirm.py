@@ -60,7 +60,7 @@ def test_progress_shows_while_htmx_runs_the_job(live_server: LiveServer, page: A
     # hx-indicator puts this class on the panel for the time of the request.
     page.locator("#confirm").evaluate("panel => panel.classList.add('htmx-request')")
     expect(progress).to_be_visible()
-    expect(progress).to_contain_text("Running on 2 gloo ranks")
+    expect(progress).to_contain_text("Running on one gloo process per rank")
 
 
 def test_run_takes_the_lab_state_as_typed_not_as_first_rendered(
