@@ -49,13 +49,18 @@ def uvicorn_command(app: str, port: int, workers: int) -> list[str]:
 
 
 def launch(
-    command: Sequence[str], *, port: int, ready_path: str, env: Mapping[str, str] | None = None
+    command: Sequence[str],
+    *,
+    port: int,
+    ready_path: str,
+    env: Mapping[str, str] | None = None,
+    cwd: Path = ROOT,
 ) -> Server:
-    """Start ``command`` (a server on ``port``, environment ``env`` or this process's) and
-    return once ``ready_path`` answers 200."""
+    """Start ``command`` (a server on ``port``, environment ``env`` or this process's, in
+    ``cwd``) and return once ``ready_path`` answers 200."""
     environment = dict(os.environ if env is None else env)
     started = time.monotonic()
-    process = subprocess.Popen(list(command), cwd=ROOT, env=environment)
+    process = subprocess.Popen(list(command), cwd=cwd, env=environment)
     server = Server(url=f"http://127.0.0.1:{port}", process=process)
     try:
         wait_ready(server, ready_path)
@@ -78,12 +83,19 @@ def stop(server: Server) -> None:
 
 @contextmanager
 def serve(
-    app: str, *, workers: int, ready_path: str, env: dict[str, str] | None = None
+    app: str,
+    *,
+    workers: int,
+    ready_path: str,
+    env: dict[str, str] | None = None,
+    cwd: Path = ROOT,
 ) -> Iterator[Server]:
-    """A uvicorn for ``app`` that answers 200 on ``ready_path``; stopped when the block ends."""
+    """A uvicorn for ``app`` (imported from ``cwd``) that answers 200 on ``ready_path``;
+    stopped when the block ends."""
     port = free_port()
     command = uvicorn_command(app, port, workers)
-    server = launch(command, port=port, ready_path=ready_path, env={**os.environ, **(env or {})})
+    environment = {**os.environ, **(env or {})}
+    server = launch(command, port=port, ready_path=ready_path, env=environment, cwd=cwd)
     try:
         yield server
     finally:

@@ -48,10 +48,10 @@ def finite_scalar(field: str, value: float, *, positive: bool = False) -> float:
     return value
 
 
-def finite_vector(
+def finite_floats(
     field: str, values: Sequence[float], *, non_negative: bool = False, where: str = ""
-) -> FloatArray:
-    """A 1-D float64 array of finite numbers; ``non_negative`` also demands every entry ``>= 0``.
+) -> list[float]:
+    """A list of finite Python floats; ``non_negative`` also demands every entry ``>= 0``.
 
     ``where`` locates the list inside the field for the message, e.g. ``"[1]"``.
     """
@@ -61,21 +61,35 @@ def finite_vector(
     for value in values:
         if not is_number(value):
             raise EngineError(field, f"{name} must hold numbers only, got {value!r}")
-    array = np.asarray(values, dtype=np.float64).reshape(-1)
-    if not np.all(np.isfinite(array)):
+    floats = [float(value) for value in values]
+    if not all(map(math.isfinite, floats)):
         raise EngineError(field, f"{name} must hold finite numbers only")
-    if non_negative and np.any(array < 0):
-        raise EngineError(field, f"{name} must not be negative, got {float(array.min())!r}")
-    return array
+    if non_negative and floats and min(floats) < 0:
+        raise EngineError(field, f"{name} must not be negative, got {min(floats)!r}")
+    return floats
 
 
-def finite_results(field: str, **values: float | FloatArray) -> None:
+def finite_vector(
+    field: str, values: Sequence[float], *, non_negative: bool = False, where: str = ""
+) -> FloatArray:
+    """``finite_floats`` as a 1-D float64 array."""
+    floats = finite_floats(field, values, non_negative=non_negative, where=where)
+    return np.asarray(floats, dtype=np.float64).reshape(-1)
+
+
+def finite_results(field: str, **values: float | Sequence[float] | FloatArray) -> None:
     """Refuse results that left the float range, so no NaN or Infinity ever reaches JSON.
 
     ``field`` is the request field blamed: the input whose size drove the overflow.
     """
     for name, value in values.items():
-        if not np.all(np.isfinite(value)):
+        if isinstance(value, float):
+            finite = math.isfinite(value)
+        elif isinstance(value, list | tuple):
+            finite = all(map(math.isfinite, value))
+        else:
+            finite = bool(np.all(np.isfinite(value)))
+        if not finite:
             raise EngineError(
                 field,
                 f"out of range: {name} would leave the floating-point range",

@@ -8,6 +8,7 @@ import numpy as np
 from app.engine.checks import (
     FloatArray,
     as_floats,
+    finite_floats,
     finite_results,
     finite_scalar,
     finite_vector,
@@ -78,6 +79,13 @@ def from_means(
     """
     eta = finite_scalar("eta", eta, positive=True)
     w = finite_scalar("w", w)
+    if len(counts) <= PYTHON_RANKS:
+        return _from_means_python(
+            finite_floats("counts", counts, non_negative=True),
+            finite_floats("means", means),
+            eta=eta,
+            w=w,
+        )
     n = finite_vector("counts", counts, non_negative=True)
     given = finite_vector("means", means)
     ranks = int(n.size)
@@ -132,6 +140,68 @@ def from_means(
         influence_global=as_floats(influence_global),
         influence_rank_mean=as_floats(influence_rank_mean),
         warnings=tuple(warnings),
+    )
+
+
+# NumPy's fixed cost per call outweighs its arithmetic on a few values (a lab state has 2 to 8
+# ranks): up to this many ranks ``from_means`` runs the same formulas on Python floats. Both
+# paths are held to exact Fractions in tests/test_engine_small.py.
+PYTHON_RANKS = 16
+
+
+def _from_means_python(
+    n: list[float], given: list[float], *, eta: float, w: float
+) -> GradientResult:
+    """``from_means`` on Python floats (inputs already checked finite, counts non-negative)."""
+    ranks = len(n)
+    if ranks == 0:
+        raise EngineError("counts", "counts must list at least one rank")
+    if len(given) != ranks:
+        raise EngineError("means", f"means has {len(given)} entries but counts has {ranks}")
+    total = sum(n)
+    if total == 0:
+        raise EngineError("counts", "no valid items in this update")
+    mean = [0.0 if count == 0 else g for count, g in zip(n, given, strict=True)]
+    warnings = tuple(
+        empty_warning(f"rank {r}", "the plain rank mean", f"P = {ranks}", given[r])
+        for r, count in enumerate(n)
+        if count == 0
+    )
+    global_gradient = sum(count * m for count, m in zip(n, mean, strict=True)) / total
+    rank_mean_gradient = sum(mean) / ranks
+    scale = [ranks * count / total for count in n]
+    compensated = [s * m for s, m in zip(scale, mean, strict=True)]
+    w_new = w - eta * global_gradient
+    w_new_rank_mean = w - eta * rank_mean_gradient
+    w_new_difference = eta * (global_gradient - rank_mean_gradient)
+    influence_global = [0.0 if count == 0 else 1.0 / total for count in n]
+    influence_rank_mean = [0.0 if count == 0 else 1.0 / (ranks * count) for count in n]
+    finite_results(
+        "means",
+        global_gradient=global_gradient,
+        compensated_means=compensated,
+        w_new=w_new,
+        w_new_rank_mean=w_new_rank_mean,
+        w_new_difference=w_new_difference,
+    )
+    finite_results("counts", N=total, influence_rank_mean=influence_rank_mean)
+    return GradientResult(
+        P=ranks,
+        N=total,
+        counts=tuple(n),
+        means=tuple(mean),
+        eta=eta,
+        w=w,
+        global_gradient=global_gradient,
+        rank_mean_gradient=rank_mean_gradient,
+        scale_factors=tuple(scale),
+        compensated_means=tuple(compensated),
+        w_new=w_new,
+        w_new_rank_mean=w_new_rank_mean,
+        w_new_difference=w_new_difference,
+        influence_global=tuple(influence_global),
+        influence_rank_mean=tuple(influence_rank_mean),
+        warnings=warnings,
     )
 
 

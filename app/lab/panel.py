@@ -3,6 +3,7 @@ template context the lab's fragments and the lesson page render from."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Generic, TypeVar, cast
 
 from app.engine import EngineError, from_items, from_means, ring_allreduce, trajectory
@@ -85,7 +86,7 @@ class Panel(Generic[ParsedT, ViewT]):
     errors: tuple[FieldError, ...]
     pairs: tuple[tuple[str, str], ...]
 
-    @property
+    @cached_property
     def query(self) -> str:
         """The canonical query string of a valid state ("" while the input is invalid)."""
         return encode(self.pairs)

@@ -10,11 +10,10 @@ from functools import lru_cache
 from typing import cast
 
 from app.engine import GradientResult, RingCost, Trajectory
-from app.lab.state import GradientRequest, RingRequest
+from app.lab.state import MAX_RANKS, GradientRequest, RingRequest
 
 MINUS = "\u2212"
 TIMES = "\N{MULTIPLICATION SIGN}"
-SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 ITEMS_SHOWN = 12
 
@@ -38,11 +37,6 @@ def term(value: float) -> str:
     """A number as an operand: a negative value goes in parentheses after a times sign."""
     text = fmt(value)
     return f"({text})" if value < 0 else text
-
-
-def sub(r: int) -> str:
-    """Subscript digits for a rank index: ``n₁``."""
-    return str(r).translate(SUBSCRIPT)
 
 
 def plural(count: int, word: str) -> str:
@@ -72,17 +66,30 @@ class RankRow:
 
 @dataclass(frozen=True, slots=True)
 class Bar:
-    """One bar; ``value`` is printed above it unless empty (paired bars get crowded)."""
+    """One bar's geometry in viewBox units (from x, y down to the axis)."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """Bars of one kind, drawn as one SVG path (``d``): one element however many ranks."""
+
+    kind: str
+    bars: tuple[Bar, ...]
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """A text at (x, y) in viewBox units."""
 
     x: str
-    cx: str
     y: str
-    width: str
-    height: str
-    label: str
-    value: str
-    value_y: str
-    kind: str
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +121,8 @@ class BarChart:
     title: str
     description: str
     frame: Frame
-    bars: tuple[Bar, ...]
+    series: tuple[Series, ...]
+    values: tuple[Label, ...]
     ticks: tuple[Tick, ...]
     rank_labels: tuple[Tick, ...]
     legend: tuple[tuple[str, str], ...]
@@ -316,63 +324,113 @@ def _rank_ticks(ranks: int) -> tuple[Tick, ...]:
     )
 
 
-def counts_chart(result: GradientResult) -> BarChart:
-    """Bars of the valid-item count nᵣ per rank."""
-    top = nice_ceiling(max(result.counts))
-    band = (RIGHT - LEFT) / result.P
-    bars = []
-    for r, count in enumerate(result.counts):
-        y = _y(count, 0.0, top)
-        bars.append(
-            Bar(
-                x=_n(LEFT + band * (r + 0.2)),
-                cx=_n(LEFT + band * (r + 0.5)),
-                y=_n(y),
-                width=_n(band * 0.6),
-                height=_n(BOTTOM - y),
-                label=f"rank {r}: n{sub(r)} = {fmt(count)}",
-                value=fmt(count, 4),
-                value_y=_n(y - 4),
-                kind="count",
-            )
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One kind of bar at the same place in every rank's band: where each bar and its value go.
+
+    A bar is drawn as ``{start[r]}{y}{end}``: from its top-left corner (y) down to the axis.
+    """
+
+    offset: float
+    width: float
+    xs: tuple[float, ...]
+    starts: tuple[str, ...]
+    end: str
+    value_xs: tuple[str, ...]
+
+    @classmethod
+    def of(cls, ranks: int, offset: float, width: float) -> "Column":
+        band = (RIGHT - LEFT) / ranks
+        xs = tuple(LEFT + band * (r + offset) for r in range(ranks))
+        return cls(
+            offset=offset,
+            width=band * width,
+            xs=xs,
+            starts=tuple(f"M{x:.1f} {BOTTOM:g}V" for x in xs),
+            end=f"h{band * width:.1f}V{BOTTOM:g}z",
+            value_xs=tuple(_n(x + band * width / 2) for x in xs),
         )
-    counts = ", ".join(f"rank {r} {fmt(c)}" for r, c in enumerate(result.counts))
+
+    def series(self, kind: str, values: Sequence[float], top: float) -> Series:
+        """This column's bars for ``values`` on a value axis from 0 to ``top``, as one path."""
+        ys = [_y(value, 0.0, top) for value in values]
+        bars = tuple(
+            Bar(x=x, y=y, width=self.width, height=BOTTOM - y)
+            for x, y in zip(self.xs, ys, strict=True)
+        )
+        path = "".join(
+            f"{start}{y:.1f}{self.end}" for start, y in zip(self.starts, ys, strict=True)
+        )
+        return Series(kind, bars, path)
+
+    def values(self, series: Series, texts: Sequence[str]) -> tuple[Label, ...]:
+        """Each bar's value written just above it."""
+        return tuple(
+            Label(x, _n(bar.y - 4), text)
+            for x, bar, text in zip(self.value_xs, series.bars, texts, strict=True)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BarLayout:
+    """Everything about a bar chart of P ranks that does not depend on the values."""
+
+    counts: Column
+    global_: Column
+    rank_mean: Column
+    rank_labels: tuple[Tick, ...]
+
+    @classmethod
+    def of(cls, ranks: int) -> "BarLayout":
+        return cls(
+            counts=Column.of(ranks, 0.2, 0.6),
+            global_=Column.of(ranks, 0.12, 0.38),
+            rank_mean=Column.of(ranks, 0.5, 0.38),
+            rank_labels=_rank_ticks(ranks),
+        )
+
+
+# Bar positions depend on P alone: laid out once for every P the state model accepts.
+BAR_LAYOUTS = {ranks: BarLayout.of(ranks) for ranks in range(1, MAX_RANKS + 1)}
+
+
+def counts_chart(result: GradientResult) -> BarChart:
+    """Bars of the valid-item count nᵣ per rank, each with its count above it."""
+    layout = BAR_LAYOUTS[result.P]
+    top = nice_ceiling(max(result.counts))
+    series = layout.counts.series("count", result.counts, top)
+    counts = [fmt(c) for c in result.counts]
+    listed = ", ".join(f"rank {r} {c}" for r, c in enumerate(counts))
     return BarChart(
         title="Valid items per rank",
-        description=f"Bar chart of the count nᵣ per rank: {counts}; N = {fmt(result.N)}.",
+        description=f"Bar chart of the count nᵣ per rank: {listed}; N = {fmt(result.N)}.",
         frame=FRAME,
-        bars=tuple(bars),
+        series=(series,),
+        values=layout.counts.values(series, [fmt(c, 4) for c in result.counts]),
         ticks=_value_ticks(0.0, top),
-        rank_labels=_rank_ticks(result.P),
+        rank_labels=layout.rank_labels,
         legend=(("count", "nᵣ valid items"),),
     )
 
 
 def influence_chart(result: GradientResult) -> BarChart:
-    """Paired bars per rank: one item's weight under the global mean (1/N) and the rank mean."""
-    top = nice_ceiling(max((*result.influence_global, *result.influence_rank_mean)))
-    band = (RIGHT - LEFT) / result.P
-    bars = []
-    for r in range(result.P):
-        for offset, kind, value, name in (
-            (0.12, "global", result.influence_global[r], "global mean 1/N"),
-            (0.5, "rank-mean", result.influence_rank_mean[r], "rank mean 1/(P·nᵣ)"),
-        ):
-            y = _y(value, 0.0, top)
-            bars.append(
-                Bar(
-                    x=_n(LEFT + band * (r + offset)),
-                    cx=_n(LEFT + band * (r + offset + 0.19)),
-                    y=_n(y),
-                    width=_n(band * 0.38),
-                    height=_n(BOTTOM - y),
-                    label=f"rank {r}, {name}: {fmt(value)}",
-                    value=fmt(value, 3) if result.P <= 3 else "",
-                    value_y=_n(y - 4),
-                    kind=kind,
-                )
-            )
-    pairs = "; ".join(
+    """Paired bars per rank: one item's weight under the global mean (1/N) and the rank mean.
+
+    Their values are printed above the bars for up to 3 ranks (more get crowded); the
+    description lists them all.
+    """
+    layout = BAR_LAYOUTS[result.P]
+    top = nice_ceiling(max(*result.influence_global, *result.influence_rank_mean))
+    series = (
+        layout.global_.series("global", result.influence_global, top),
+        layout.rank_mean.series("rank-mean", result.influence_rank_mean, top),
+    )
+    values: tuple[Label, ...] = ()
+    if result.P <= 3:
+        values = layout.global_.values(
+            series[0], [fmt(v, 3) for v in result.influence_global]
+        ) + layout.rank_mean.values(series[1], [fmt(v, 3) for v in result.influence_rank_mean])
+    described = "; ".join(
         f"rank {r}: {fmt(a)} vs {fmt(b)}"
         for r, (a, b) in enumerate(
             zip(result.influence_global, result.influence_rank_mean, strict=True)
@@ -382,12 +440,13 @@ def influence_chart(result: GradientResult) -> BarChart:
         title="Weight of one item in the update",
         description=(
             "Paired bars per rank, the weight of one valid item under the global item mean (1/N)"
-            f" and under the plain rank mean (1/(P·nᵣ)): {pairs}."
+            f" and under the plain rank mean (1/(P·nᵣ)): {described}."
         ),
         frame=FRAME,
-        bars=tuple(bars),
+        series=series,
+        values=values,
         ticks=_value_ticks(0.0, top),
-        rank_labels=_rank_ticks(result.P),
+        rank_labels=layout.rank_labels,
         legend=(("global", "global mean, 1/N"), ("rank-mean", "rank mean, 1/(P·nᵣ)")),
     )
 
