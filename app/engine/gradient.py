@@ -11,7 +11,6 @@ from app.engine.checks import (
     finite_floats,
     finite_results,
     finite_scalar,
-    finite_vector,
     quiet_overflow,
     ranked_items,
 )
@@ -79,129 +78,114 @@ def from_means(
     """
     eta = finite_scalar("eta", eta, positive=True)
     w = finite_scalar("w", w)
-    if len(counts) <= PYTHON_RANKS:
-        return _from_means_python(
-            finite_floats("counts", counts, non_negative=True),
-            finite_floats("means", means),
-            eta=eta,
-            w=w,
-        )
-    n = finite_vector("counts", counts, non_negative=True)
-    given = finite_vector("means", means)
-    ranks = int(n.size)
-    if ranks == 0:
-        raise EngineError("counts", "counts must list at least one rank")
-    if given.size != ranks:
-        raise EngineError("means", f"means has {given.size} entries but counts has {ranks}")
-    total = float(n.sum())
-    if total == 0:
-        raise EngineError("counts", "no valid items in this update")
-    empty = n == 0
-    mean = np.where(empty, 0.0, given)
-    warnings = [
-        empty_warning(f"rank {r}", "the plain rank mean", f"P = {ranks}", float(given[r]))
-        for r in np.flatnonzero(empty)
-    ]
-
-    global_gradient = float(np.dot(n, mean) / total)
-    rank_mean_gradient = float(mean.mean())
-    scale = ranks * n / total
-    compensated = scale * mean
-    w_new = w - eta * global_gradient
-    w_new_rank_mean = w - eta * rank_mean_gradient
-    # eta * (g - rank mean) equals the difference of the two steps without their rounding.
-    w_new_difference = eta * (global_gradient - rank_mean_gradient)
-    occupied = np.where(empty, 1.0, n)
-    influence_global = np.where(empty, 0.0, 1.0 / total)
-    influence_rank_mean = np.where(empty, 0.0, 1.0 / (ranks * occupied))
-    finite_results(
-        "means",
-        global_gradient=global_gradient,
-        compensated_means=compensated,
-        w_new=w_new,
-        w_new_rank_mean=w_new_rank_mean,
-        w_new_difference=w_new_difference,
-    )
-    finite_results("counts", N=total, influence_rank_mean=influence_rank_mean)
-    return GradientResult(
-        P=ranks,
-        N=total,
-        counts=as_floats(n),
-        means=as_floats(mean),
-        eta=eta,
-        w=w,
-        global_gradient=global_gradient,
-        rank_mean_gradient=rank_mean_gradient,
-        scale_factors=as_floats(scale),
-        compensated_means=as_floats(compensated),
-        w_new=w_new,
-        w_new_rank_mean=w_new_rank_mean,
-        w_new_difference=w_new_difference,
-        influence_global=as_floats(influence_global),
-        influence_rank_mean=as_floats(influence_rank_mean),
-        warnings=tuple(warnings),
-    )
-
-
-# NumPy's fixed cost per call outweighs its arithmetic on a few values (a lab state has 2 to 8
-# ranks): up to this many ranks ``from_means`` runs the same formulas on Python floats. Both
-# paths are held to exact Fractions in tests/test_engine_small.py.
-PYTHON_RANKS = 16
-
-
-def _from_means_python(
-    n: list[float], given: list[float], *, eta: float, w: float
-) -> GradientResult:
-    """``from_means`` on Python floats (inputs already checked finite, counts non-negative)."""
+    n = finite_floats("counts", counts, non_negative=True)
+    given = finite_floats("means", means)
     ranks = len(n)
     if ranks == 0:
         raise EngineError("counts", "counts must list at least one rank")
     if len(given) != ranks:
         raise EngineError("means", f"means has {len(given)} entries but counts has {ranks}")
-    total = sum(n)
-    if total == 0:
-        raise EngineError("counts", "no valid items in this update")
-    mean = [0.0 if count == 0 else g for count, g in zip(n, given, strict=True)]
-    warnings = tuple(
-        empty_warning(f"rank {r}", "the plain rank mean", f"P = {ranks}", given[r])
-        for r, count in enumerate(n)
-        if count == 0
-    )
-    global_gradient = sum(count * m for count, m in zip(n, mean, strict=True)) / total
-    rank_mean_gradient = sum(mean) / ranks
-    scale = [ranks * count / total for count in n]
-    compensated = [s * m for s, m in zip(scale, mean, strict=True)]
-    w_new = w - eta * global_gradient
-    w_new_rank_mean = w - eta * rank_mean_gradient
-    w_new_difference = eta * (global_gradient - rank_mean_gradient)
-    influence_global = [0.0 if count == 0 else 1.0 / total for count in n]
-    influence_rank_mean = [0.0 if count == 0 else 1.0 / (ranks * count) for count in n]
+    reduced = _reduce_python(n, given) if ranks <= PYTHON_RANKS else _reduce_numpy(n, given)
+    g, rank_mean = reduced.global_gradient, reduced.rank_mean_gradient
+    w_new = w - eta * g
+    w_new_rank_mean = w - eta * rank_mean
+    # eta * (g - rank mean) equals the difference of the two steps without their rounding.
+    w_new_difference = eta * (g - rank_mean)
     finite_results(
         "means",
-        global_gradient=global_gradient,
-        compensated_means=compensated,
+        global_gradient=g,
+        compensated_means=reduced.compensated,
         w_new=w_new,
         w_new_rank_mean=w_new_rank_mean,
         w_new_difference=w_new_difference,
     )
-    finite_results("counts", N=total, influence_rank_mean=influence_rank_mean)
+    finite_results("counts", N=reduced.total, influence_rank_mean=reduced.influence_rank_mean)
     return GradientResult(
         P=ranks,
-        N=total,
+        N=reduced.total,
         counts=tuple(n),
-        means=tuple(mean),
+        means=as_floats(reduced.means),
         eta=eta,
         w=w,
-        global_gradient=global_gradient,
-        rank_mean_gradient=rank_mean_gradient,
-        scale_factors=tuple(scale),
-        compensated_means=tuple(compensated),
+        global_gradient=g,
+        rank_mean_gradient=rank_mean,
+        scale_factors=as_floats(reduced.scale),
+        compensated_means=as_floats(reduced.compensated),
         w_new=w_new,
         w_new_rank_mean=w_new_rank_mean,
         w_new_difference=w_new_difference,
-        influence_global=tuple(influence_global),
-        influence_rank_mean=tuple(influence_rank_mean),
-        warnings=warnings,
+        influence_global=as_floats(reduced.influence_global),
+        influence_rank_mean=as_floats(reduced.influence_rank_mean),
+        warnings=tuple(
+            empty_warning(f"rank {r}", "the plain rank mean", f"P = {ranks}", given[r])
+            for r, count in enumerate(n)
+            if count == 0
+        ),
+    )
+
+
+# NumPy's fixed cost per call outweighs its arithmetic on a few values (a lab state has 2 to 8
+# ranks): up to this many ranks ``from_means`` reduces on Python floats. Both paths are held to
+# each other and to exact Fractions in tests/test_engine_small.py.
+PYTHON_RANKS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class _Reduction:
+    """The sums of ``from_means``: N, the means as used (0 for an empty rank), g, rank mean,
+    scale factors, compensated means and per-item influences."""
+
+    total: float
+    means: Sequence[float] | FloatArray
+    global_gradient: float
+    rank_mean_gradient: float
+    scale: Sequence[float] | FloatArray
+    compensated: Sequence[float] | FloatArray
+    influence_global: Sequence[float] | FloatArray
+    influence_rank_mean: Sequence[float] | FloatArray
+
+
+def _require_items(total: float) -> None:
+    if total == 0:
+        raise EngineError("counts", "no valid items in this update")
+
+
+def _reduce_numpy(counts: list[float], given: list[float]) -> _Reduction:
+    n, means = np.asarray(counts), np.asarray(given)
+    ranks = n.size
+    total = float(n.sum())
+    _require_items(total)
+    empty = n == 0
+    mean = np.where(empty, 0.0, means)
+    scale = ranks * n / total
+    occupied = np.where(empty, 1.0, n)
+    return _Reduction(
+        total=total,
+        means=mean,
+        global_gradient=float(np.dot(n, mean) / total),
+        rank_mean_gradient=float(mean.mean()),
+        scale=scale,
+        compensated=scale * mean,
+        influence_global=np.where(empty, 0.0, 1.0 / total),
+        influence_rank_mean=np.where(empty, 0.0, 1.0 / (ranks * occupied)),
+    )
+
+
+def _reduce_python(n: list[float], given: list[float]) -> _Reduction:
+    ranks = len(n)
+    total = sum(n)
+    _require_items(total)
+    mean = [0.0 if count == 0 else g for count, g in zip(n, given, strict=True)]
+    scale = [ranks * count / total for count in n]
+    return _Reduction(
+        total=total,
+        means=mean,
+        global_gradient=sum(count * m for count, m in zip(n, mean, strict=True)) / total,
+        rank_mean_gradient=sum(mean) / ranks,
+        scale=scale,
+        compensated=[s * m for s, m in zip(scale, mean, strict=True)],
+        influence_global=[0.0 if count == 0 else 1.0 / total for count in n],
+        influence_rank_mean=[0.0 if count == 0 else 1.0 / (ranks * count) for count in n],
     )
 
 
