@@ -158,10 +158,10 @@ class Row:
         }
 
 
-def capture_floor_bodies(app: Server, folder: Path) -> Path:
+def capture_floor_bodies(app: Server, folder: Path, targets: Sequence[Target]) -> Path:
     """Fetch what the app answers on each target and write the floor's index of those bytes."""
     index = {}
-    for number, target in enumerate(TARGETS):
+    for number, target in enumerate(targets):
         response = httpx.get(app.url + target.path, headers=target.headers, timeout=10)
         response.raise_for_status()
         body_file = f"body{number}.bin"
@@ -187,7 +187,14 @@ def wait_pool_settled(app: Server, timeout: float = 120.0) -> None:
 STARTUP: dict[str, float] = {}
 
 
-def measure(workers: int, seconds: float, pairs: int, app_dir: Path) -> list[Row]:
+def measure(
+    workers: int,
+    seconds: float,
+    pairs: int,
+    app_dir: Path = ROOT,
+    targets: Sequence[Target] = TARGETS,
+) -> list[Row]:
+    """Start the app (from ``app_dir``) and its floor, and load each target in paired runs."""
     with tempfile.TemporaryDirectory() as folder:
         pool_env = {"ATLAS_CONFIRM_RUNTIME_DIR": str(Path(folder) / "pool")}
         with serve(
@@ -195,14 +202,15 @@ def measure(workers: int, seconds: float, pairs: int, app_dir: Path) -> list[Row
         ) as app:
             STARTUP[f"app, {workers} worker(s)"] = app.startup_s
             wait_pool_settled(app)
-            floor_env = {"ATLAS_BENCH_FLOOR": str(capture_floor_bodies(app, Path(folder)))}
-            ready = TARGETS[0].path.split("?", 1)[0]
+            index = capture_floor_bodies(app, Path(folder), targets)
+            floor_env = {"ATLAS_BENCH_FLOOR": str(index)}
+            ready = targets[0].path.split("?", 1)[0]
             with serve(
                 "bench._floor:app", workers=workers, ready_path=ready, env=floor_env
             ) as floor:
                 STARTUP[f"floor, {workers} worker(s)"] = floor.startup_s
                 return [
-                    load_target(target, workers, seconds, pairs, floor, app) for target in TARGETS
+                    load_target(target, workers, seconds, pairs, floor, app) for target in targets
                 ]
 
 

@@ -55,7 +55,6 @@ def empty_warning(label: str, plain: str, divisor: str, given_mean: float = 0.0)
     return text
 
 
-@quiet_overflow
 def from_means(
     counts: Sequence[float], means: Sequence[float], *, eta: float, w: float
 ) -> GradientResult:
@@ -150,6 +149,7 @@ def _require_items(total: float) -> None:
         raise EngineError("counts", "no valid items in this update")
 
 
+@quiet_overflow
 def _reduce_numpy(counts: list[float], given: list[float]) -> _Reduction:
     n, means = np.asarray(counts), np.asarray(given)
     ranks = n.size

@@ -1,0 +1,131 @@
+"""A class dragging sliders: 60 students, each a random walk of lab states, against 2 workers.
+
+Each of wrk's 60 connections is a student (one thread, 60 walks taken in turn): every request
+moves one slider of that student's lab one slider step (a count by up to 3, a mean by up to 0.5,
+η by up to 0.05, w by up to 1; now and then P by one rank, as the form sends it: ``P`` and the
+old ranks) and asks for the results fragment, as htmx does on every input event. Between two
+requests a student pauses 40 to 93 ms (wrk's ``delay()``), so a student sends about 15 requests a
+second while answers are quick, and the class about 900. The app runs as in the image: 2 uvicorn
+workers, the confirmation pool started and idle. Its floor, in the same run and paired run by run
+(floor, app, floor, app …): the same 60 students against a bare endpoint answering fixed bytes.
+Throughput, p50 and p99 are given as ratios to the floor; any non-2xx answer fails the run.
+
+    python -m bench.drag                          # as in bench/README.md
+    python -m bench.drag --seconds 10 --pairs 1   # a quick look
+    python -m bench.drag --app-dir /tmp/old       # another checkout's app (same venv)
+"""
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench._servers import ROOT
+from bench._wrk import wrk_available
+from bench.load import HEADER, RESULTS, Target, measure
+
+STUDENTS = 60
+WORKERS = 2
+
+WALK_LUA = """
+math.randomseed(os.time())
+local STUDENTS = __STUDENTS__
+local students = {}
+local turn = 0
+
+local function clamp(x, low, high)
+  if x < low then return low elseif x > high then return high end
+  return x
+end
+
+local function new_student()
+  local s = {counts = {}, means = {}, eta = math.random(1, 200) / 100,
+             w = math.random(-40, 40) / 2}
+  for r = 1, math.random(2, 8) do
+    s.counts[r] = math.random(r == 1 and 1 or 0, 64)
+    s.means[r] = math.random(-100, 100) / 10
+  end
+  return s
+end
+
+-- One slider step; returns the P the form sends (the new P, with the old ranks, when P moves).
+local function step(s)
+  local p = #s.counts
+  local roll = math.random()
+  if roll < 0.05 then
+    if (p == 8 or math.random() < 0.5) and p > 2 then
+      table.remove(s.counts); table.remove(s.means); return p - 1, p
+    end
+    table.insert(s.counts, 4); table.insert(s.means, 2); return p + 1, p
+  end
+  local r = math.random(1, p)
+  if roll < 0.45 then
+    s.counts[r] = clamp(s.counts[r] + math.random(-3, 3), r == 1 and 1 or 0, 64)
+  elseif roll < 0.85 then
+    s.means[r] = clamp(s.means[r] + math.random(-5, 5) / 10, -10, 10)
+  elseif roll < 0.93 then
+    s.eta = clamp(s.eta + math.random(-5, 5) / 100, 0.01, 2)
+  else
+    s.w = clamp(s.w + math.random(-2, 2) / 2, -20, 20)
+  end
+  return p, p
+end
+
+function request()
+  turn = turn % STUDENTS + 1
+  local s = students[turn]
+  if s == nil then
+    s = new_student()
+    students[turn] = s
+  end
+  local sent_p, old_p = step(s)
+  local parts = {"P=" .. sent_p}
+  for r = 1, math.min(old_p, #s.counts) do
+    parts[#parts + 1] = "counts=" .. s.counts[r]
+  end
+  for r = 1, math.min(old_p, #s.means) do
+    parts[#parts + 1] = string.format("means=%.1f", s.means[r])
+  end
+  parts[#parts + 1] = string.format("eta=%.2f", s.eta)
+  parts[#parts + 1] = string.format("w=%.1f", s.w)
+  return wrk.format(nil, "/lab?" .. table.concat(parts, "&"))
+end
+
+function delay()
+  return math.random(40, 93)
+end
+""".replace("__STUDENTS__", str(STUDENTS))
+
+CLASS = Target(
+    "class dragging",
+    "/lab?counts=2,6&means=1,3&eta=0.1&w=10",
+    {"HX-Request": "true", "HX-Target": "lab-results"},
+    STUDENTS,
+    WALK_LUA,
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.drag", description="A class dragging.")
+    parser.add_argument("--seconds", type=float, default=20.0, help="length of each wrk run")
+    parser.add_argument("--pairs", type=int, default=3, help="floor/app run pairs")
+    parser.add_argument(
+        "--app-dir", type=Path, default=ROOT, help="checkout whose app.main:app is loaded"
+    )
+    args = parser.parse_args(argv)
+    if not wrk_available():
+        print("wrk is not installed (apt-get install -y wrk)", file=sys.stderr)
+        return 2
+    print(f"app from {args.app_dir}; medians of {args.pairs} pair(s) of {args.seconds:g} s runs")
+    print(HEADER, flush=True)
+    (row,) = measure(WORKERS, args.seconds, args.pairs, args.app_dir, (CLASS,))
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "drag.json").write_text(json.dumps(row.summary() | {"app_dir": str(args.app_dir)}))
+    if row.errors:
+        print(f"ERRORS: {row.errors} non-2xx answers or socket errors")
+    return 1 if row.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
