@@ -5,16 +5,17 @@ It knows nothing of the lab's state: callers pass the lab's template context in 
 through here and nothing below imports them.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
 from jinja2 import TemplateNotFound
+from markupsafe import Markup
 from starlette.responses import Response
 
 from app.lesson.quiz import AnswerError, Verdict, read_results, score
-from app.lesson.render import RenderedLesson, render_lesson
+from app.lesson.render import RenderedLesson, RenderedSection, render_lesson
 from app.templating import templates
 
 SCORE_COOKIE = "atlas_quiz"
@@ -23,6 +24,7 @@ SCORE_COOKIE_AGE = 60 * 60 * 24 * 365
 LAB_AFTER = "section-6"
 LAB_TEMPLATE = "_lab.html"
 PAGE_TEMPLATE = "lesson.html"
+SECTION_TEMPLATE = "_section_body.html"
 # The page shows this visitor's score (from the cookie): no shared cache may keep it.
 PERSONAL = "private, no-cache"
 
@@ -43,10 +45,36 @@ def _template_exists(name: str) -> bool:
     return True
 
 
+def _sections(sections: Iterable[RenderedSection]) -> Iterator[RenderedSection]:
+    for section in sections:
+        yield section
+        yield from _sections(section.children)
+
+
+def _section_html(app: FastAPI, lesson: RenderedLesson) -> dict[str, Markup]:
+    """Each section's own content as HTML: the same for every GET (no feedback before an answer
+    is posted), so rendered once, through the same template a request would use. Its one URL
+    is relative, so the text does not depend on the Host a request names."""
+    template = templates.get_template(SECTION_TEMPLATE)
+    context: dict[str, object] = {
+        "feedback": {},
+        "state": None,
+        "score": score({}, [q.question for q in lesson.questions]),
+        "quiz_url": app.url_path_for("answer_quiz"),
+    }
+    # Markup: the template's own output, escaped as it was rendered.
+    return {
+        section.id: Markup(template.render({**context, "node": section}))
+        for section in _sections(lesson.sections)
+    }
+
+
 def prepare(app: FastAPI) -> None:
     """Render the lesson once for all requests (after the lifespan has loaded it)."""
-    app.state.rendered_lesson = render_lesson(app.state.lesson)
+    lesson = render_lesson(app.state.lesson)
+    app.state.rendered_lesson = lesson
     app.state.lab_available = _template_exists(LAB_TEMPLATE)
+    app.state.section_html = _section_html(app, lesson)
 
 
 def rendered(request: Request) -> RenderedLesson:
@@ -75,6 +103,7 @@ def context(
         "lesson": lesson,
         "lab_after": LAB_AFTER,
         "lab_available": request.app.state.lab_available,
+        "section_html": request.app.state.section_html,
         "feedback": feedback or {},
         "quiz_error": quiz_error,
         "score": score(answers, [q.question for q in lesson.questions]),

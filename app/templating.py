@@ -13,7 +13,7 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import pass_context
 from jinja2.runtime import Context
 from jinja2_fragments.fastapi import Jinja2Blocks
-from starlette.datastructures import URL, QueryParams
+from starlette.datastructures import QueryParams
 from starlette.responses import Response
 from starlette.types import Scope
 
@@ -44,12 +44,22 @@ def asset_version(static_dir: Path, relative: str) -> str:
 
 
 @pass_context
-def static_url(context: Context, relative: str) -> URL:
-    """``url_for("static", path=…)`` plus ``?v=<content hash>``, so it can be cached for good."""
-    request = context["request"]
-    version = asset_version(request.app.state.settings.static_dir, relative)
-    url: URL = request.url_for("static", path=relative)
-    return url.include_query_params(v=version)
+def static_url(context: Context, relative: str) -> str:
+    """The static file's path plus ``?v=<content hash>``, so it can be cached for good.
+
+    A path, not an absolute URL: the page does not depend on the Host a request names. Looked up
+    once per file and app (each lookup walks the routes; the files do not change, see above).
+    """
+    app = context["request"].app
+    urls: dict[str, str] | None = getattr(app.state, "asset_urls", None)
+    if urls is None:
+        urls = app.state.asset_urls = {}
+    url = urls.get(relative)
+    if url is None:
+        version = asset_version(app.state.settings.static_dir, relative)
+        url = f"{app.url_path_for('static', path=relative)}?v={version}"
+        urls[relative] = url
+    return url
 
 
 templates.env.globals["static_url"] = static_url

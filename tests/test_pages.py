@@ -305,3 +305,22 @@ def test_lab_state_from_the_query_reaches_the_page(fresh: TestClient) -> None:
     assert isinstance(lab, Tag)
     # The lab renders the state it was given: the page is not the same as without it.
     assert re.sub(r"\s+", " ", plain.text) != re.sub(r"\s+", " ", with_state.text)
+
+
+def test_the_lesson_text_is_rendered_once_whatever_the_host(fresh: TestClient) -> None:
+    """Every section's text comes from one rendering at start, with relative URLs only."""
+    sections = fresh.app.state.section_html  # type: ignore[attr-defined]
+    assert len(sections) > len(QUESTIONS)
+    pages = [fresh.get("/", headers={"host": host}).text for host in ("a.example", "b.example")]
+    for html in sections.values():
+        assert all(html in page for page in pages)
+        assert "a.example" not in html
+    forms = soup_of(fresh.get("/")).select("form.quiz-form")
+    assert [form["action"] for form in forms] == [f"/quiz#{q.id}" for q in QUESTIONS]
+
+
+def test_a_posted_answer_renders_its_section_again_with_the_feedback(fresh: TestClient) -> None:
+    question = QUESTIONS[0]
+    page = answer(fresh, question.id, "1").text
+    assert fresh.app.state.section_html[question.id] not in page  # type: ignore[attr-defined]
+    assert fresh.app.state.section_html[QUESTIONS[1].id] in page  # type: ignore[attr-defined]
