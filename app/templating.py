@@ -14,6 +14,7 @@ from jinja2 import pass_context
 from jinja2.runtime import Context
 from jinja2_fragments.fastapi import Jinja2Blocks
 from starlette.datastructures import QueryParams
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope
 
@@ -43,26 +44,43 @@ def asset_version(static_dir: Path, relative: str) -> str:
     return _digest(path, stat.st_mtime_ns, stat.st_size)
 
 
+def route_path(request: Request, name: str, **params: str) -> str:
+    """The path of a named route (behind the request's root path), looked up once per app.
+
+    A path, not an absolute URL: nothing rendered depends on the Host a request names. A lookup
+    walks every route (Starlette raises and catches one exception per route that does not
+    match): a dozen on the lesson page were a sixth of its time. Routes do not change under a
+    running server, so the paths are kept by name and parameters, a handful in all.
+    """
+    app = request.app
+    paths: dict[tuple[str, tuple[tuple[str, str], ...]], str] | None = getattr(
+        app.state, "route_paths", None
+    )
+    if paths is None:
+        paths = app.state.route_paths = {}
+    key = (name, tuple(sorted(params.items())))
+    path = paths.get(key)
+    if path is None:
+        path = paths[key] = str(app.url_path_for(name, **params))
+    return f"{request.scope.get('root_path', '')}{path}"
+
+
+@pass_context
+def url_for(context: Context, name: str, /, **params: str) -> str:
+    """``url_for`` in templates: the route's path (see ``route_path``)."""
+    return route_path(context["request"], name, **params)
+
+
 @pass_context
 def static_url(context: Context, relative: str) -> str:
-    """The static file's path plus ``?v=<content hash>``, so it can be cached for good.
-
-    A path, not an absolute URL: the page does not depend on the Host a request names. Looked up
-    once per file and app (each lookup walks the routes; the files do not change, see above).
-    """
-    app = context["request"].app
-    urls: dict[str, str] | None = getattr(app.state, "asset_urls", None)
-    if urls is None:
-        urls = app.state.asset_urls = {}
-    url = urls.get(relative)
-    if url is None:
-        version = asset_version(app.state.settings.static_dir, relative)
-        url = f"{app.url_path_for('static', path=relative)}?v={version}"
-        urls[relative] = url
-    return url
+    """The static file's path plus ``?v=<content hash>``, so it can be cached for good."""
+    request = context["request"]
+    version = asset_version(request.app.state.settings.static_dir, relative)
+    return f"{route_path(request, 'static', path=relative)}?v={version}"
 
 
 templates.env.globals["static_url"] = static_url
+templates.env.globals["url_for"] = url_for
 
 
 class AssetFiles(StaticFiles):

@@ -8,7 +8,7 @@ from starlette.responses import Response
 
 from app import lesson_page
 from app.lab.panel import PAGE_ROUTE, LabPanel, RingPanel, page_context
-from app.templating import templates
+from app.templating import route_path, templates
 
 router = APIRouter(tags=["lab"])
 
@@ -19,9 +19,9 @@ STATE_URL_HEADER = "X-Lab-Url"
 
 def page_url(request: Request, *queries: str) -> str:
     """The lesson page's address for a state: what the browser's address bar should show."""
-    path = request.app.url_path_for(PAGE_ROUTE)
+    path = route_path(request, PAGE_ROUTE)
     query = "&".join(q for q in queries if q)
-    return f"{path}?{query}" if query else str(path)
+    return f"{path}?{query}" if query else path
 
 
 def fragment(request: Request, template: str, context: dict[str, Any], valid: bool) -> Response:
