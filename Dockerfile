@@ -44,12 +44,17 @@ RUN pip install --no-deps --index-url "$TORCH_INDEX_URL" \
 # Every version comes from requirements/constraints.txt (`make lock`); the app runs from /app
 # (its templates and data sit beside the package), so only its dependencies go into the venv,
 # read from pyproject.toml, with torch's (torch itself is already there and satisfies the pin).
+# The test suites that numpy, sympy (torch's), networkx and mpmath ship are never imported.
 COPY pyproject.toml requirements/constraints.txt /src/
 RUN python3 -c 'import tomllib; print(*tomllib.load(open("/src/pyproject.toml", "rb"))["project"]["dependencies"], sep="\n")' \
         > /src/requirements.txt \
  && pip install --index-url "$INDEX_URL" ${EXTRA_INDEX_URL:+--extra-index-url "$EXTRA_INDEX_URL"} \
         -c /src/constraints.txt -r /src/requirements.txt "torch==2.13.0" \
- && python3 -c 'import importlib.metadata as m; assert m.version("torch").startswith("2.13.0")'
+ && python3 -c 'import importlib.metadata as m; assert m.version("torch").startswith("2.13.0")' \
+ && site="$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
+ && for package in numpy sympy networkx mpmath; do \
+        find "$site/$package" -type d -name tests -prune -exec rm -rf {} +; \
+    done
 
 FROM ${BASE} AS runtime
 SHELL ["/bin/sh", "-eu", "-c"]
