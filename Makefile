@@ -20,6 +20,9 @@ HAS_TORCH        = $(BIN)/python -c 'import importlib.util as u, sys; sys.exit(n
 CONSTRAINTS     ?= requirements/constraints.txt
 PIP_INSTALL      = $(BIN)/python -m pip install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 
+# The Python scripts `make` runs (no .py suffix: ruff and mypy are given them by name).
+SCRIPTS          = scripts/install-torch scripts/serve scripts/lock
+
 .PHONY: run test lint fmt bench lock torch-plan verify-image clean
 
 $(BIN)/python:
@@ -45,13 +48,14 @@ run: $(VENV)/.run-installed
 	    $(BIN)/python scripts/serve --host $(HOST) --port $(PORT)
 
 lint: $(VENV)/.test-installed
-	$(BIN)/ruff check app tests bench
-	$(BIN)/ruff format --check app tests bench
+	$(BIN)/ruff check app tests bench $(SCRIPTS)
+	$(BIN)/ruff format --check app tests bench $(SCRIPTS)
 	$(BIN)/mypy
+	for script in $(SCRIPTS); do $(BIN)/mypy --strict --no-error-summary $$script || exit 1; done
 
 fmt: $(VENV)/.test-installed
-	$(BIN)/ruff format app tests bench
-	$(BIN)/ruff check --fix app tests bench
+	$(BIN)/ruff format app tests bench $(SCRIPTS)
+	$(BIN)/ruff check --fix app tests bench $(SCRIPTS)
 
 test: lint
 	$(BIN)/pytest

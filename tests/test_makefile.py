@@ -88,7 +88,9 @@ def test_plan_refuses_the_cuda_build_pip_configuration_would_bring(tmp_path: Pat
     fake_wheel(wheels, "nvidia-cublas-cu12", "12.8.4.1")
     fake_wheel(wheels, "triton", "3.7.1")
     plan = torch_plan(pip_env(offline_config(tmp_path, wheels)))
-    assert "resolves torch==2.13.0 to the CUDA build: 2 packages, nvidia-cublas-cu12, triton)" in plan
+    assert (
+        "resolves torch==2.13.0 to the CUDA build: 2 packages, nvidia-cublas-cu12, triton)" in plan
+    )
     assert f"command: install --no-deps --index-url {CPU_INDEX} {TORCH_PIN}" in plan
 
 
@@ -106,7 +108,9 @@ def test_plan_uses_the_cpu_index_without_any_pip_configuration() -> None:
 
 
 @pytest.mark.parametrize("how", ["command line", "environment"])
-def test_plan_uses_a_torch_index_the_user_chose_without_asking_pip(tmp_path: Path, how: str) -> None:
+def test_plan_uses_a_torch_index_the_user_chose_without_asking_pip(
+    tmp_path: Path, how: str
+) -> None:
     """A chosen index wins even over a configuration that supplies a CPU build."""
     wheels = tmp_path / "wheels"
     fake_wheel(wheels, "torch", "2.13.0+cpu")
@@ -209,7 +213,9 @@ def processes_with(marker: str) -> dict[int, str]:
         try:
             seen = (proc / "environ").read_bytes() + (proc / "cmdline").read_bytes()
             if marker.encode() in seen and (proc / "stat").read_text().split()[2] != "Z":
-                found[int(proc.name)] = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                found[int(proc.name)] = (
+                    (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                )
         except OSError:
             continue
     return found
@@ -293,7 +299,11 @@ def test_make_run_without_torch_serves_all_but_the_confirmation(
     venv = tmp_path / "venv"
     port = free_port()
     # pip keeps this machine's indexes for the app's packages, but no wheel folder with torch.
-    env = {**os.environ, "ATLAS_CONFIRM_RUNTIME_DIR": str(runtime_dir), "PIP_FIND_LINKS": str(empty_index)}
+    env = {
+        **os.environ,
+        "ATLAS_CONFIRM_RUNTIME_DIR": str(runtime_dir),
+        "PIP_FIND_LINKS": str(empty_index),
+    }
     env.pop("MAKEFLAGS", None)
     command = [
         "make",

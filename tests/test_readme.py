@@ -1,4 +1,4 @@
-"""The README and docs/ as a newcomer uses them: every example runs as written, against a live server.
+"""README and docs/ as a newcomer uses them: every example runs as written against a live server.
 
 The fence convention is documented in docs/testing.md ("Examples that run"): ``bash`` blocks run,
 a ``json`` or ``text`` block right after one is its expected output, every ``json`` block parses,
@@ -165,11 +165,13 @@ def same(expected: Any, actual: Any, where: str = "$") -> None:
             if key not in VARYING:
                 same(value, actual[key], f"{where}.{key}")
     elif isinstance(expected, list):
-        assert isinstance(actual, list) and len(actual) == len(expected), f"{where}: {actual!r}"
+        assert isinstance(actual, list), f"{where}: {actual!r}"
+        assert len(actual) == len(expected), f"{where}: {actual!r}"
         for index, (want, got) in enumerate(zip(expected, actual, strict=True)):
             same(want, got, f"{where}[{index}]")
     elif isinstance(expected, (int, float)) and not isinstance(expected, bool):
-        assert isinstance(actual, (int, float)) and not isinstance(actual, bool), where
+        assert isinstance(actual, (int, float)), where
+        assert not isinstance(actual, bool), where
         assert math.isclose(expected, actual, rel_tol=1e-9, abs_tol=1e-12), (
             f"{where}: {actual} != {expected}"
         )
@@ -240,4 +242,5 @@ def test_readme_screenshot_shows_the_lab_at_the_lessons_example(
     header = SCREENSHOT.read_bytes()[:24]
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
-    assert 400 <= width <= 1280 and 200 <= height, (width, height)
+    assert 400 <= width <= 1280, width
+    assert height >= 200, height
