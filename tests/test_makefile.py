@@ -14,6 +14,7 @@ import signal
 import subprocess
 import threading
 import time
+import tomllib
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -335,3 +336,24 @@ def test_make_run_without_torch_serves_all_but_the_confirmation(
     assert code == 0, f"make run exited {code} after Ctrl-C:\n{log[-3000:]}"
     assert not (venv / ".torch-installed").exists(), "a failed install leaves no stamp"
     assert wait_until_none(str(runtime_dir)) == {}
+
+
+def test_constraints_pin_every_requirement_of_pyproject_within_its_range() -> None:
+    """requirements/constraints.txt is current: `make lock` ran after pyproject.toml changed."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = [Requirement(text) for text in project["dependencies"]] + [
+        Requirement(text) for extra in project["optional-dependencies"].values() for text in extra
+    ]
+    pinned = {}
+    for line in (ROOT / "requirements" / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            pinned[canonicalize_name(name)] = version
+    for requirement in wanted:
+        version = pinned.get(canonicalize_name(requirement.name))
+        assert version is not None, f"{requirement.name} is not pinned: run make lock"
+        assert requirement.specifier.contains(version), f"{requirement} but pinned {version}"
+    assert not any(name.startswith("nvidia") for name in pinned), "the CPU build needs no CUDA"
