@@ -131,6 +131,23 @@ def test_plan_installs_nothing_with_with_torch_no() -> None:
     assert "command: (none)" in plan
 
 
+def test_with_torch_no_turns_the_confirmation_off_even_where_torch_is_installed() -> None:
+    def run_command(*args: str) -> str:
+        return subprocess.run(
+            ["make", "-n", "run", "PORT=9999", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    off = run_command("WITH_TORCH=no")
+    assert "ATLAS_CONFIRM_ENABLED=false" in off
+    assert "install-torch" not in off, "WITH_TORCH=no never installs torch"
+    assert "ATLAS_CONFIRM_ENABLED" not in run_command()
+    assert "scripts/serve --host 127.0.0.1 --port 9999" in off
+
+
 def test_makefile_torch_pin_is_pyprojects() -> None:
     done = subprocess.run(
         ["make", "-s", "-p", "-n", "torch-plan"], cwd=ROOT, capture_output=True, text=True
