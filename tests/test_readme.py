@@ -244,3 +244,10 @@ def test_readme_screenshot_shows_the_lab_at_the_lessons_example(
     width, height = int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
     assert 400 <= width <= 1280, width
     assert height >= 200, height
+
+
+def test_test_files_the_docs_name_exist() -> None:
+    tests = ROOT / "tests"
+    for path in [README, *DOCS]:
+        for name in re.findall(r"\b(test_\w+\.py)\b", path.read_text()):
+            assert list(tests.rglob(name)), f"{path.relative_to(ROOT)} names {name}, not in tests/"
