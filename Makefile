@@ -8,7 +8,8 @@ PORT   ?= 8000
 # torch (the confirmation only): the CPU build, from PyTorch's own CPU index unless pip's
 # configuration already supplies a CPU build (scripts/install-torch decides and says which).
 # TORCH_INDEX_URL=<a mirror>, or https://download.pytorch.org/whl/cu128 for the CUDA build on
-# purpose; WITH_TORCH=no installs none and serves everything but the confirmation.
+# purpose (a venv that has torch keeps it: `make clean` first); WITH_TORCH=no installs none and
+# serves everything but the confirmation.
 TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
 WITH_TORCH      ?= yes
 TORCH_PIN       := $(shell sed -n 's/^torch = \["\(torch==[^"]*\)"\]/\1/p' pyproject.toml)
