@@ -19,7 +19,7 @@ nothing is clamped: a value out of range is an error that names its field.
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
 from typing import Any, Literal
 from urllib.parse import urlencode
 
@@ -270,22 +270,11 @@ def encode(pairs: Sequence[tuple[str, str]]) -> str:
 
 def parse_ring(query: Mapping[str, str]) -> ParsedRing:
     """Read and validate the ring all-reduce panel's part of a query string."""
-    form = RingForm(
-        *(
-            _first(query, name, default)
-            for name, default in zip(
-                RING_PARAMS,
-                (
-                    RING_DEFAULT.payload_mb,
-                    RING_DEFAULT.ranks,
-                    RING_DEFAULT.alpha_us,
-                    RING_DEFAULT.bandwidth_gbps,
-                ),
-                strict=True,
-            )
-        )
+    defaults = astuple(RING_DEFAULT)
+    raw = tuple(
+        _first(query, name, default) for name, default in zip(RING_PARAMS, defaults, strict=True)
     )
-    raw = (form.payload_mb, form.ranks, form.alpha_us, form.bandwidth_gbps)
+    form = RingForm(*raw)
     body = {
         name: _whole(text) if name == "ring_p" else _number(text)
         for name, text in zip(RING_PARAMS, raw, strict=True)
