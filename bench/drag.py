@@ -15,15 +15,11 @@ Throughput, p50 and p99 are given as ratios to the floor; any non-2xx answer fai
     python -m bench.drag --app-dir /tmp/old       # another checkout's app (same venv)
 """
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from bench._servers import ROOT
-from bench._wrk import wrk_available
-from bench.load import HEADER, RESULTS, Target, measure
+from bench.load import RESULTS, Target, measure, paired_runs_parser, ready_to_run
 
 STUDENTS = 60
 WORKERS = 2
@@ -107,18 +103,10 @@ CLASS = Target(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.drag", description="A class dragging.")
-    parser.add_argument("--seconds", type=float, default=20.0, help="length of each wrk run")
-    parser.add_argument("--pairs", type=int, default=3, help="floor/app run pairs")
-    parser.add_argument(
-        "--app-dir", type=Path, default=ROOT, help="checkout whose app.main:app is loaded"
-    )
+    parser = paired_runs_parser("python -m bench.drag", "A class dragging sliders.", 20.0)
     args = parser.parse_args(argv)
-    if not wrk_available():
-        print("wrk is not installed (apt-get install -y wrk)", file=sys.stderr)
+    if not ready_to_run(args):
         return 2
-    print(f"app from {args.app_dir}; medians of {args.pairs} pair(s) of {args.seconds:g} s runs")
-    print(HEADER, flush=True)
     (row,) = measure(WORKERS, args.seconds, args.pairs, args.app_dir, (CLASS,))
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "drag.json").write_text(json.dumps(row.summary() | {"app_dir": str(args.app_dir)}))

@@ -257,22 +257,35 @@ def format_row(row: Row) -> str:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.load", description="Load benchmark.")
-    parser.add_argument("--seconds", type=float, default=10.0, help="length of each wrk run")
+def paired_runs_parser(prog: str, description: str, seconds: float) -> argparse.ArgumentParser:
+    """The options every paired-run benchmark takes: run length, pairs, which checkout."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--seconds", type=float, default=seconds, help="length of each wrk run")
     parser.add_argument("--pairs", type=int, default=3, help="floor/app run pairs per target")
-    parser.add_argument(
-        "--workers", type=int, nargs="+", default=[1, 2], help="uvicorn worker counts to run"
-    )
     parser.add_argument(
         "--app-dir", type=Path, default=ROOT, help="checkout whose app.main:app is loaded"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def ready_to_run(args: argparse.Namespace) -> bool:
+    """False (with the reason) when wrk is missing; else print what runs and the table's head."""
     if not wrk_available():
         print("wrk is not installed (apt-get install -y wrk)", file=sys.stderr)
-        return 2
+        return False
     print(f"app from {args.app_dir}; medians of {args.pairs} pair(s) of {args.seconds:g} s runs")
     print(HEADER, flush=True)
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = paired_runs_parser("python -m bench.load", "Load benchmark.", 10.0)
+    parser.add_argument(
+        "--workers", type=int, nargs="+", default=[1, 2], help="uvicorn worker counts to run"
+    )
+    args = parser.parse_args(argv)
+    if not ready_to_run(args):
+        return 2
     rows = [
         row
         for workers in args.workers
