@@ -9,6 +9,7 @@ links; ``$…$`` inline math as MathML; and the flat symbols the record defines 
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from urllib.parse import urlsplit
 
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
@@ -25,7 +26,11 @@ from app.lesson.symbols import Symbol
 class LessonMarkdown:
     """CommonMark with raw HTML off, ``$…$`` inline math, and the record's scripted symbols."""
 
-    def __init__(self, symbols: Mapping[str, Symbol] | None = None) -> None:
+    def __init__(
+        self,
+        symbols: Mapping[str, Symbol] | None = None,
+        local_links: Mapping[str, str] | None = None,
+    ) -> None:
         self.md = MarkdownIt("commonmark", {"html": False})
         self.md.inline.ruler.before("escape", "math_inline", _math_inline)
         self.md.add_render_rule("math_inline", _render_math_inline)
@@ -34,6 +39,8 @@ class LessonMarkdown:
             words = "|".join(re.escape(s) for s in sorted(self.symbols, key=len, reverse=True))
             pattern = re.compile(rf"(?<!\w)(?:{words})(?!\w)")
             self.md.core.ruler.push("flat_symbols", _subscript_symbols(pattern, self.symbols))
+        if local_links:
+            self.md.core.ruler.push("local_links", _local_links(dict(local_links)))
 
     def block(self, text: str) -> Markup:
         """Paragraphs, lists and the like."""
@@ -100,6 +107,27 @@ def _subscript_symbols(
                     pos = match.end()
                 children.append(_text(token.content[pos:]))
             block.children = [c for c in children if c.type != "text" or c.content]
+
+    return rule
+
+
+def link_key(url: str) -> str:
+    """A URL as links are matched: without scheme, query, fragment or trailing slash."""
+    parts = urlsplit(url)
+    return f"{parts.netloc.lower()}{parts.path.rstrip('/')}"
+
+
+def _local_links(local: Mapping[str, str]) -> Callable[[StateCore], None]:
+    """A core rule: a link to a lesson served here goes to its local copy (key → href)."""
+
+    def rule(state: StateCore) -> None:
+        for block in state.tokens:
+            for token in block.children or ():
+                if token.type != "link_open":
+                    continue
+                href = str(token.attrGet("href") or "")
+                if href.startswith(("http://", "https://")) and link_key(href) in local:
+                    token.attrSet("href", local[link_key(href)])
 
     return rule
 

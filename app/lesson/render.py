@@ -309,17 +309,18 @@ def _question(section: Section, number: int, md: LessonMarkdown) -> RenderedQues
     )
 
 
-def render_lesson(lesson: Lesson) -> RenderedLesson:
+def render_lesson(lesson: Lesson, local_links: Mapping[str, str] | None = None) -> RenderedLesson:
     """The whole lesson rendered once: header, nested sections with blocks, the questions.
 
     Every piece of text goes through one Markdown renderer. The first section (the h1) becomes
     the header; questions are parsed, not rendered from their Markdown, so the page never
-    carries an answer before one is submitted.
+    carries an answer before one is submitted. ``local_links`` maps a lesson's URL (as
+    :func:`~app.lesson.markdown.link_key` spells it) to the address of its local copy.
     """
     first, *rest = lesson.sections
     drafts = {s.id: _draft(s) for s in rest if not is_question(s)}
     forms = defined_forms(formulas(lesson.record.content))
-    md = LessonMarkdown(_listed_symbols(drafts.values(), forms))
+    md = LessonMarkdown(_listed_symbols(drafts.values(), forms), local_links)
     flat: list[RenderedSection] = []
     questions: list[RenderedQuestion] = []
     for section in rest:
