@@ -115,10 +115,10 @@ def test_parts_follow_the_lesson(folder: Path) -> None:
     course = load_course(folder)
     parts = {item.lesson.record.id: item.parts for item in course.lessons}
     gradient = parts[GRADIENT_LESSON_ID]
-    assert gradient.gradient_lab and gradient.confirm and gradient.ring_panel
+    assert (gradient.gradient_lab, gradient.confirm, gradient.ring_panel) == (True, True, True)
     assert gradient.after_section == "section-6"
     sharded = parts["atlas-lesson-sharded-matmul-ownership"]
-    assert not sharded.gradient_lab and not sharded.confirm and sharded.ring_panel
+    assert (sharded.gradient_lab, sharded.confirm, sharded.ring_panel) == (False, False, True)
     # Right after the section that cites the ring lab ("Evidence and scope").
     assert sharded.after_section == "section-14"
     assert not parts[f"atlas-lesson-{FLOAT_SLUG}"].any
