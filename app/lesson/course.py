@@ -37,10 +37,15 @@ class CourseLesson:
 
 @dataclass(frozen=True, slots=True)
 class Skipped:
-    """A record in the folder that is not served, and why."""
+    """A record in the folder that is not served, and why (``error`` names the field)."""
 
     file: str
     error: str
+
+    @classmethod
+    def of(cls, path: Path, message: str) -> "Skipped":
+        # The message without the server's folder: /healthz shows it.
+        return cls(path.name, message.removeprefix(f"{path}: "))
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,19 +94,14 @@ def load_course(path: Path) -> Course:
             lesson = load_lesson(file)
             slug = slug_of(lesson)
         except LessonLoadError as exc:
-            skipped.append(Skipped(file.name, str(exc)))
+            skipped.append(Skipped.of(file, str(exc)))
             continue
         taken = next(
             (other for s, other in loaded if s == slug or other.record.id == lesson.record.id), None
         )
         if taken is not None:
-            skipped.append(
-                Skipped(
-                    file.name,
-                    f"{file}: lesson {lesson.record.id} ({slug}) is already served"
-                    f" from {taken.path.name}",
-                )
-            )
+            message = f"lesson {lesson.record.id} ({slug}) is already served from {taken.path.name}"
+            skipped.append(Skipped(file.name, message))
             continue
         loaded.append((slug, lesson))
     local = {link_key(lesson.record.canonical_url): f"../{slug}/" for slug, lesson in loaded}
@@ -110,11 +110,11 @@ def load_course(path: Path) -> Course:
         try:
             rendered = render_lesson(lesson, local_links=local)
         except QuizParseError as exc:
-            skipped.append(Skipped(lesson.path.name, f"{lesson.path}: field content: {exc}"))
+            skipped.append(Skipped(lesson.path.name, f"field content: {exc}"))
             continue
         lessons.append(CourseLesson(slug, lesson, rendered, parts_for(lesson)))
     for item in skipped:
-        log.error("skipping a lesson record: %s", item.error)
+        log.error("skipping the lesson record %s: %s", path / item.file, item.error)
     if not lessons:
         raise LessonLoadError(f"{path}: no lesson record in this folder can be served")
     return Course(tuple(lessons), tuple(skipped), folder=True)

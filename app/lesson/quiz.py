@@ -175,19 +175,25 @@ def score(results: Mapping[str, bool], questions: Sequence[Question]) -> Score:
     return Score(correct=sum(known), answered=len(known), total=len(questions))
 
 
-def sign_results(results: Mapping[str, bool], secret_key: str) -> str:
-    """The per-question results as a signed, URL-safe cookie value."""
-    return URLSafeSerializer(secret_key, salt=_SCORE_SALT).dumps(dict(results))
+def _signer(secret_key: str, lesson_id: str) -> URLSafeSerializer:
+    # Scores are kept per lesson: lessons share question ids (section-11…), not their results.
+    return URLSafeSerializer(secret_key, salt=f"{_SCORE_SALT}:{lesson_id}")
+
+
+def sign_results(results: Mapping[str, bool], secret_key: str, lesson_id: str) -> str:
+    """The per-question results of lesson ``lesson_id`` as a signed, URL-safe cookie value."""
+    return _signer(secret_key, lesson_id).dumps(dict(results))
 
 
 def read_results(
-    token: str | None, secret_key: str, questions: Sequence[Question]
+    token: str | None, secret_key: str, questions: Sequence[Question], lesson_id: str
 ) -> dict[str, bool]:
-    """The results a cookie holds; a missing, forged or malformed cookie counts as none."""
+    """The results a cookie holds for lesson ``lesson_id``; a missing, forged or malformed
+    cookie, or one signed for another lesson, counts as none."""
     if not token:
         return {}
     try:
-        data = URLSafeSerializer(secret_key, salt=_SCORE_SALT).loads(token)
+        data = _signer(secret_key, lesson_id).loads(token)
     except BadSignature:
         return {}
     if not isinstance(data, dict):

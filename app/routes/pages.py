@@ -21,15 +21,13 @@ from app.lesson.quiz import (
     score,
     sign_results,
 )
-from app.lesson.render import RenderedLesson, render_lesson
+from app.lesson.render import RenderedLesson
 from app.routes import lab
 from app.templating import Lru, RenderCache, origin, templates
 
 SCORE_COOKIE = "atlas_quiz"
 SCORE_COOKIE_AGE = 60 * 60 * 24 * 365
-# The lab's partial follows this section, and the table of contents lists it there.
-LAB_AFTER = "section-6"
-LAB_TEMPLATE = "_lab.html"
+LAB_TEMPLATE = "_lesson_lab.html"
 # The page shows this visitor's score (from the cookie): no shared cache may keep it.
 PERSONAL = "private, no-cache"
 
@@ -53,9 +51,8 @@ SLOTS = ("score", "lab")
 
 @asynccontextmanager
 async def _render_once(app: FastAPI) -> AsyncIterator[None]:
-    # Runs inside the app's lifespan, after the lesson is loaded: render it once for all requests.
-    app.state.rendered_lesson = render_lesson(app.state.lesson)
-    app.state.lab_available = _template_exists(LAB_TEMPLATE)
+    # Runs inside the app's lifespan, after the lesson is loaded and rendered once (the course).
+    app.state.lab_available = app.state.lesson_parts.any and _template_exists(LAB_TEMPLATE)
     app.state.lesson_pages = RenderCache(PAGE_CACHE_BYTES)
     app.state.page_skeletons = Lru[Skeleton](SKELETON_CACHE_BYTES, Skeleton.size)
     yield
@@ -119,7 +116,8 @@ def _context(
     return {
         **lab.page_context(request.query_params if query is None else query),
         "lesson": lesson,
-        "lab_after": LAB_AFTER,
+        "lab_after": request.app.state.lesson_parts.after_section,
+        "lesson_parts": request.app.state.lesson_parts,
         "lab_available": request.app.state.lab_available,
         "feedback": feedback or {},
         "quiz_error": quiz_error,
@@ -135,7 +133,8 @@ def page_context(request: Request, query: Mapping[str, str]) -> dict[str, Any]:
 def _results(request: Request) -> dict[str, bool]:
     questions = [q.question for q in _rendered(request).questions]
     secret = request.app.state.settings.secret_key
-    return read_results(request.cookies.get(SCORE_COOKIE), secret, questions)
+    lesson_id = request.app.state.lesson.record.id
+    return read_results(request.cookies.get(SCORE_COOKIE), secret, questions, lesson_id)
 
 
 def _skeleton(request: Request) -> Skeleton:
@@ -259,7 +258,11 @@ async def answer_quiz(request: Request) -> Response:
     if feedback.verdict is not None:
         response.set_cookie(
             SCORE_COOKIE,
-            sign_results(results, request.app.state.settings.secret_key),
+            sign_results(
+                results, request.app.state.settings.secret_key, request.app.state.lesson.record.id
+            ),
+            # Each lesson of a course keeps its own score, under its own address.
+            path=request.scope.get("root_path", "") + "/",
             max_age=SCORE_COOKIE_AGE,
             httponly=True,
             samesite="lax",
