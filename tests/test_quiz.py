@@ -197,3 +197,19 @@ def test_malformed_question_is_refused_naming_the_section(markdown: str, fragmen
         parse_question(section(markdown), 1)
     assert str(caught.value).startswith("section-7: ")
     assert fragment in str(caught.value)
+
+
+def test_answer_matches_its_option_with_escapes_set_aside() -> None:
+    markdown = (
+        "### Q?\n\n1.  \\[14,16\\]\n2.  \\[43,50\\]\n\nAnswer and reasoning\n\n[43,50]\n\nWhy."
+    )
+    question = parse_question(section(markdown), 1)
+    assert question.answer_number == 2
+    assert question.options[1] == "\\[43,50\\]"
+
+
+def test_an_answer_matching_two_options_is_refused() -> None:
+    # Neither option is the answer's source text, and both are "[a]" once escapes are resolved.
+    markdown = "### Q?\n\n1.  \\[a\\]\n2.  [a\\]\n\nAnswer and reasoning\n\n\\[a]\n\nWhy."
+    with pytest.raises(QuizParseError, match="is not one of"):
+        parse_question(section(markdown), 1)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from itsdangerous import BadSignature, URLSafeSerializer
 
 from app.lesson.loader import Section
+from app.lesson.symbols import unescaped
 
 ANSWER_MARKER = "Answer and reasoning"
 _OPTION = re.compile(r"^\d+[.)]\s+(?P<text>\S.*)$")
@@ -100,16 +101,31 @@ def parse_question(section: Section, number: int) -> Question:
     if len(after) < 2:
         raise QuizParseError(f"{section.id}: an answer and its reasoning must follow the marker")
     answer, reasoning = after[0], "\n\n".join(after[1:])
-    if answer not in options:
-        raise QuizParseError(f"{section.id}: the answer {answer!r} is not one of {options}")
     return Question(
         id=section.id,
         number=number,
         prompt=section.title,
         options=options,
-        answer_number=options.index(answer) + 1,
+        answer_number=_answer_number(section.id, answer, options),
         reasoning=reasoning,
     )
+
+
+def _plain(source: str) -> str:
+    """Source text with Markdown escapes resolved and runs of whitespace made one space."""
+    return " ".join(unescaped(source).split())
+
+
+def _answer_number(section_id: str, answer: str, options: Sequence[str]) -> int:
+    """Which option (from 1) the answer names: the same source text, else the same text once
+    escapes and spacing are set aside (``\\[43,50\\]`` and ``[43,50]``), if only one matches.
+    The verdict never depends on how the text is rendered."""
+    if answer in options:
+        return options.index(answer) + 1
+    same = [n for n, option in enumerate(options, start=1) if _plain(option) == _plain(answer)]
+    if len(same) != 1:
+        raise QuizParseError(f"{section_id}: the answer {answer!r} is not one of {tuple(options)}")
+    return same[0]
 
 
 def parse_questions(sections: Iterable[Section]) -> tuple[Question, ...]:
