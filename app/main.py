@@ -14,9 +14,10 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Lifespan, Receive, Scope, Send
 
 from app.confirm.service import ConfirmService
+from app.lab import routes as lab
 from app.lesson.course import Course, CourseLesson, load_course
 from app.lesson.loader import LessonLoadError
-from app.routes import api, confirm, health, lab, pages
+from app.routes import api, confirm, health, pages
 from app.routes import course as course_routes
 from app.security import SecurityHeadersMiddleware
 from app.settings import Settings, get_settings
@@ -61,8 +62,6 @@ def _lesson_app(settings: Settings, lifespan: Lifespan[FastAPI] | None = None) -
     """An app for one lesson, before :func:`_serve_lesson` gives it its lesson."""
     app = FastAPI(title="Atlas lesson", version=VERSION, lifespan=lifespan)
     app.state.settings = settings
-    # Innermost: kept lab fragments go out through the gzip and security headers below.
-    app.add_middleware(lab.KeptFragments)
     app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
     return app
 
