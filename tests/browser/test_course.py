@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
+from tests.browser import test_lesson_page
 from tests.browser.test_lesson_page import ConsoleLog, choose_and_check
-from tests.conftest import LiveServer, OffHostLog, new_page, start_server, stop_server
+from tests.conftest import LiveServer, start_server, stop_server
 from tests.test_course import FLOAT_SLUG, course_folder
 
 pytestmark = pytest.mark.browser
@@ -18,6 +19,8 @@ pytestmark = pytest.mark.browser
 SHARD = "sharded-matmul-ownership"
 GRADIENT = "distributed-gradient-weighting"
 DESKTOP = {"width": 1280, "height": 900}
+# Pages in fresh contexts (own cookies) that fail the test if a request leaves 127.0.0.1.
+isolated = test_lesson_page.isolated
 PHONE = {"width": 390, "height": 844}
 
 
@@ -29,22 +32,6 @@ def course_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
         yield server
     finally:
         stop_server(server)
-
-
-@pytest.fixture
-def isolated(browser: Any, off_host: OffHostLog) -> Iterator[Any]:
-    """Pages in fresh contexts (own cookies); fails if any request left 127.0.0.1."""
-    contexts: list[Any] = []
-
-    def open_page(**context_args: Any) -> Any:
-        opened = new_page(browser, off_host, **context_args)
-        contexts.append(opened.context)
-        return opened
-
-    yield open_page
-    for context in contexts:
-        context.close()
-    assert off_host.urls == [], f"requests left 127.0.0.1: {off_host.urls}"
 
 
 def violations(page: Any) -> list[tuple[str, str, list[Any]]]:
