@@ -37,7 +37,8 @@ Learning objectiveExplain why `fl` is not f with subscript l, and \[x\].
 
 ## The mechanism
 
-Rounding with fl(a+b) is not associative; the function fl rounds. A value xi and the flat QRS.
+Rounding with fl(a+b) is not associative; the function fl rounds. A value xi=2, the Greek
+letter xi, and the flat QRS.
 
 1.  Compute \[14,16\] first.
 2.  Then *add* `b`.
@@ -197,7 +198,8 @@ def test_symbols_get_scripts_only_where_the_formulas_define_them(soup: Beautiful
     html = prose.decode_contents()
     assert "fl(a+b)" in html
     assert "the function fl rounds" in html
-    assert "x<sub>i</sub>" in html
+    assert "x<sub>i</sub>=2" in html
+    assert "letter xi," in html  # a word-shaped symbol stays a word outside a formula
     assert "the flat QRS" in html
     assert prose.find_all("sub") == prose.find_all("sub", string="i")
 

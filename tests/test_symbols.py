@@ -2,6 +2,7 @@
 
 import pytest
 
+from app.lesson.markdown import LessonMarkdown
 from app.lesson.symbols import Symbol, defined_forms, formulas, symbol_forms, unescaped
 
 
@@ -60,3 +61,26 @@ def test_formulas_finds_display_and_inline_math() -> None:
 
 def test_unescaped_resolves_markdown_escapes() -> None:
     assert unescaped(r"\[14,16\] shard\_map") == "[14,16] shard_map"
+
+
+def test_word_shaped_symbols_get_scripts_in_prose_only_beside_an_operator() -> None:
+    symbols = {
+        flat: Symbol(flat, base, sub, sup)
+        for flat, base, sub, sup in [
+            ("wnew", "w", "new", ""),
+            ("an", "a", "n", ""),
+            ("As", "A", "s", ""),
+            ("QRS", "Q", "RS", ""),
+            ("C(r)ij", "C", "ij", "(r)"),
+        ]
+    }
+    md = LessonMarkdown(symbols)
+    html = str(md.inline("As an example (an aside), As-is: an=3, 2\u00d7an, wnew=9.75 and x = an."))
+    assert html == (
+        "As an example (an aside), As-is: a<sub>n</sub>=3, 2\u00d7a<sub>n</sub>,"
+        " w<sub>new</sub>=9.75 and x = a<sub>n</sub>."
+    )
+    # Spellings no word has get their scripts wherever they stand (not inside code).
+    assert str(md.inline("QRS and C(r)ij, not `QRS`")) == (
+        "Q<sub>RS</sub> and C<sup>(r)</sup><sub>ij</sub>, not <code>QRS</code>"
+    )

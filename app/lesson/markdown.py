@@ -8,7 +8,7 @@ links; ``$…$`` inline math as MathML; and the flat symbols the record defines 
 """
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from markdown_it import MarkdownIt
@@ -36,8 +36,7 @@ class LessonMarkdown:
         self.md.add_render_rule("math_inline", _render_math_inline)
         self.symbols = {flat: s for flat, s in (symbols or {}).items() if s.sub or s.sup}
         if self.symbols:
-            words = "|".join(re.escape(s) for s in sorted(self.symbols, key=len, reverse=True))
-            pattern = re.compile(rf"(?<!\w)(?:{words})(?!\w)")
+            pattern = symbol_pattern(self.symbols)
             self.md.core.ruler.push("flat_symbols", _subscript_symbols(pattern, self.symbols))
         if local_links:
             self.md.core.ruler.push("local_links", _local_links(dict(local_links)))
@@ -49,6 +48,31 @@ class LessonMarkdown:
     def inline(self, text: str) -> Markup:
         """One line of text (a table cell, an option, a heading): no ``<p>`` around it."""
         return Markup(self.md.renderInline(text).strip())
+
+
+# A flat symbol spelled like a word ("wnew", "an", "As", "Kr") could be one: in running text it
+# gets its scripts only where it stands in a formula, next to a relation or an operator
+# ("wnew=9.75"). Other spellings ("QRS", "ḡr", "C(r)ij") are never words.
+_WORD_SHAPED = re.compile(r"^[A-Z]?[a-z]+$")
+# Not the hyphen ("As-is"), nor parentheses ("(an example)"): words stand beside those.
+_OPERATOR = "=<>+\u2212\u00d7/\u00b7\u2264\u2265\u2260\u2248"
+_BESIDE_OPERATOR = (
+    rf"(?:(?<=[{_OPERATOR}])|(?<=[{_OPERATOR}] ))(?:{{words}})(?!\w)"
+    rf"|(?<!\w)(?:{{words}})(?=\s?[{_OPERATOR}])"
+)
+
+
+def symbol_pattern(symbols: Iterable[str]) -> re.Pattern[str]:
+    """Where flat symbols stand in running text (see ``_WORD_SHAPED``), longest first."""
+    ordered = sorted(symbols, key=len, reverse=True)
+    words = "|".join(re.escape(s) for s in ordered if _WORD_SHAPED.match(s))
+    others = "|".join(re.escape(s) for s in ordered if not _WORD_SHAPED.match(s))
+    alternatives = []
+    if others:
+        alternatives.append(rf"(?<!\w)(?:{others})(?!\w)")
+    if words:
+        alternatives.append(_BESIDE_OPERATOR.format(words=words))
+    return re.compile("|".join(alternatives))
 
 
 def _math_inline(state: StateInline, silent: bool) -> bool:
