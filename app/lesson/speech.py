@@ -139,6 +139,16 @@ def _symbol_name(command: str) -> str | None:
         return None
 
 
+def _accent_name(command: str) -> str | None:
+    """An accent latex2mathml knows (a combining mark, e.g. ``\\acute``), named without
+    "combining": it is read after the letter it sits on."""
+    code = convert_symbol(command)
+    if code is None or unicodedata.category(chr(int(code, 16))) not in ("Mn", "Me"):
+        return None
+    name = _symbol_name(command)
+    return name.removeprefix("combining ") if name else None
+
+
 class _Reader:
     """A recursive reading of a LaTeX token list, one group at a time."""
 
@@ -286,6 +296,10 @@ class _Reader:
             yield name
         elif token in WORDS:
             yield WORDS[token]
+        elif token == r"\not":
+            yield "not"
+        elif token.startswith("\\") and (mark := _accent_name(token)):
+            yield from [*self.argument(), mark]
         elif token.startswith("\\") and (name := _symbol_name(token)):
             yield name
         else:
