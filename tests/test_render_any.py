@@ -131,7 +131,13 @@ It is.
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("synthetic")
-    return write_record(folder, make_record(CONTENT, "rounding"))
+    record = make_record(
+        CONTENT,
+        "rounding",
+        description=r"Why \[a+b\]+c may differ from a+\[b+c\] in *float32*.",
+        evidenceScope=r"Synthetic values \[1,0,0\]; no `NCCL` run.",
+    )
+    return write_record(folder, record)
 
 
 @pytest.fixture(scope="module")
@@ -155,6 +161,16 @@ def test_no_markdown_escape_is_left_anywhere_on_the_page(soup: BeautifulSoup) ->
         assert not ESCAPE_LEFT.search(tag.get_text()), ESCAPE_LEFT.findall(tag.get_text())
     assert soup.title is not None
     assert soup.title.get_text() == "Rounding and *residuals* · Atlas lesson"
+
+
+def test_record_fields_are_markdown_too(soup: BeautifulSoup) -> None:
+    footer = soup.find("footer")
+    assert isinstance(footer, Tag)
+    assert "Synthetic values [1,0,0]; no NCCL run." in text(footer)
+    assert footer.find("code", string="NCCL") is not None
+    meta = soup.find("meta", attrs={"name": "description"})
+    assert isinstance(meta, Tag)
+    assert meta["content"] == "Why [a+b]+c may differ from a+[b+c] in float32."
 
 
 def test_header_lines_are_markdown(soup: BeautifulSoup) -> None:

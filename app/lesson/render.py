@@ -115,10 +115,14 @@ class LessonHeader:
 
 @dataclass(frozen=True, slots=True)
 class RenderedLesson:
+    """The lesson as pages show it; the record's own text fields rendered like the content."""
+
     record: LessonRecord
     header: LessonHeader
     sections: tuple[RenderedSection, ...]
     questions: tuple[RenderedQuestion, ...]
+    description_html: Markup
+    evidence_scope_html: Markup
 
     def question(self, question_id: str) -> RenderedQuestion | None:
         return next((q for q in self.questions if q.question.id == question_id), None)
@@ -344,4 +348,6 @@ def render_lesson(lesson: Lesson, local_links: Mapping[str, str] | None = None) 
         header=_header(lesson, first, md),
         sections=_nest(flat),
         questions=tuple(questions),
+        description_html=md.inline(lesson.record.description),
+        evidence_scope_html=md.inline(lesson.record.evidence_scope),
     )
