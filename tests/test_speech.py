@@ -11,6 +11,7 @@ CONSTRUCTS = [
     ("24", "24"),
     ("2^{24}", "2 to the power 24"),
     ("0.5+1.25", "0.5 plus 1.25"),
+    ("1{,}000{,}000", "1,000,000"),
     ("x^2", "x squared"),
     ("x^3", "x cubed"),
     ("y^{n+1}", "y to the power n plus 1, end power"),
@@ -27,6 +28,10 @@ CONSTRUCTS = [
     (r"f: A \to B", "f: A to B"),
     (r"k \in K", "k in K"),
     (r"k \notin K", "k not in K"),
+    # symbols with more than one meaning are read as what they look like
+    (r"x \sim q", "x tilde q"),
+    (r"p(x \mid y)", "p (x vertical bar y)"),
+    (r"f \circ g", "f circle g"),
     # operators
     (r"a \times b", "a times b"),
     (r"a \cdot b", "a times b"),

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 from latex2mathml.symbols_parser import convert_symbol
 
-_TOKEN = re.compile(r"\\[A-Za-z]+|\\.|\d+(?:\.\d+)?|\s+|.", re.DOTALL)
+# A number is one token: "24", "0.5", and "1{,}000" (TeX's thousands separator).
+_TOKEN = re.compile(r"\\[A-Za-z]+|\\.|\d+(?:\{,\}\d{3})*(?:\.\d+)?|\s+|.", re.DOTALL)
 
 GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
          "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi",
@@ -35,7 +36,7 @@ WORDS = {
     r"\geq": "is greater than or equal to", r"\lt": "is less than", r"\gt": "is greater than",
     r"\ll": "is much less than", r"\gg": "is much greater than",
     r"\approx": "is approximately equal to", r"\simeq": "is asymptotically equal to",
-    r"\sim": "is similar to", r"\equiv": "is equivalent to", r"\cong": "is congruent to",
+    r"\sim": "tilde", r"\equiv": "is equivalent to", r"\cong": "is congruent to",
     r"\propto": "is proportional to", r"\coloneqq": "is defined as", r"\triangleq": "is defined as",
     r"\to": "to", r"\rightarrow": "to", r"\gets": "gets", r"\leftarrow": "gets",
     r"\mapsto": "maps to", r"\Rightarrow": "implies", r"\implies": "implies",
@@ -47,8 +48,8 @@ WORDS = {
     r"\forall": "for all", r"\exists": "there exists", r"\neg": "not", r"\lnot": "not",
     r"\land": "and", r"\wedge": "and", r"\lor": "or", r"\vee": "or",
     r"\times": "times", r"\cdot": "times", r"\div": "divided by", r"\pm": "plus or minus",
-    r"\mp": "minus or plus", r"\ast": "star", r"\star": "star", r"\circ": "composed with",
-    r"\oplus": "circled plus", r"\otimes": "circled times", r"\mid": "given",
+    r"\mp": "minus or plus", r"\ast": "star", r"\star": "star", r"\circ": "circle",
+    r"\oplus": "circled plus", r"\otimes": "circled times", r"\mid": "vertical bar",
     r"\parallel": "is parallel to", r"\perp": "is perpendicular to", r"\infty": "infinity",
     r"\partial": "partial", r"\nabla": "nabla", r"\ell": "ell", r"\hbar": "h bar",
     r"\ldots": "dot dot dot", r"\cdots": "dot dot dot", r"\dots": "dot dot dot",
@@ -252,7 +253,9 @@ class _Reader:
         elif token == "{":
             self.pos -= 1
             yield from self.argument()
-        elif token[0].isdigit() or token.isalpha():
+        elif token[0].isdigit():
+            yield token.replace("{,}", ",")
+        elif token.isalpha():
             yield token
         elif token in _BIG:
             yield from self._big_operator(_BIG[token])
