@@ -15,14 +15,13 @@ from markupsafe import Markup
 from starlette.responses import Response
 
 from app.lesson.quiz import AnswerError, Verdict, read_results, score
-from app.lesson.render import RenderedLesson, RenderedSection, render_lesson
+from app.lesson.render import RenderedLesson, RenderedSection
 from app.templating import templates
 
 SCORE_COOKIE = "atlas_quiz"
 SCORE_COOKIE_AGE = 60 * 60 * 24 * 365
-# The lab's partial follows this section, and the table of contents lists it there.
-LAB_AFTER = "section-6"
-LAB_TEMPLATE = "_lab.html"
+# The lesson's interactive parts (app/lesson/parts.py says which, and after which section).
+LAB_TEMPLATE = "_lesson_lab.html"
 PAGE_TEMPLATE = "lesson.html"
 SECTION_TEMPLATE = "_section_body.html"
 # The page shows this visitor's score (from the cookie): no shared cache may keep it.
@@ -51,30 +50,24 @@ def _sections(sections: Iterable[RenderedSection]) -> Iterator[RenderedSection]:
         yield from _sections(section.children)
 
 
-def _section_html(app: FastAPI, lesson: RenderedLesson) -> dict[str, Markup]:
-    """Each section's own content as HTML: the same for every GET (no feedback before an answer
-    is posted), so rendered once, through the same template a request would use. Its one URL
-    is relative, so the text does not depend on the Host a request names."""
+def _section_html(lesson: RenderedLesson) -> dict[str, Markup]:
+    """The text of each section without a question, as HTML: the same for every request, so
+    rendered once, through the template a request would use. A question's form names the app's
+    address (a lesson in a course is mounted under its own), so questions render per request."""
     template = templates.get_template(SECTION_TEMPLATE)
-    context: dict[str, object] = {
-        "feedback": {},
-        "state": None,
-        "score": score({}, [q.question for q in lesson.questions]),
-        "quiz_url": app.url_path_for("answer_quiz"),
-    }
     # Markup: the template's own output, escaped as it was rendered.
     return {
-        section.id: Markup(template.render({**context, "node": section}))
+        section.id: Markup(template.render(node=section, state=None))
         for section in _sections(lesson.sections)
+        if not section.question
     }
 
 
 def prepare(app: FastAPI) -> None:
-    """Render the lesson once for all requests (after the lifespan has loaded it)."""
-    lesson = render_lesson(app.state.lesson)
-    app.state.rendered_lesson = lesson
-    app.state.lab_available = _template_exists(LAB_TEMPLATE)
-    app.state.section_html = _section_html(app, lesson)
+    """Check the page's parts once (the lesson was loaded and rendered once, with its course),
+    and render each section's text once."""
+    app.state.lab_available = app.state.lesson_parts.any and _template_exists(LAB_TEMPLATE)
+    app.state.section_html = _section_html(app.state.rendered_lesson)
 
 
 def rendered(request: Request) -> RenderedLesson:
@@ -86,7 +79,8 @@ def results(request: Request) -> dict[str, bool]:
     """This visitor's verified answers (a forged or stale cookie reads as none)."""
     questions = [q.question for q in rendered(request).questions]
     secret = request.app.state.settings.secret_key
-    return read_results(request.cookies.get(SCORE_COOKIE), secret, questions)
+    lesson_id = request.app.state.lesson.record.id
+    return read_results(request.cookies.get(SCORE_COOKIE), secret, questions, lesson_id)
 
 
 def context(
@@ -101,7 +95,8 @@ def context(
     return {
         **lab,
         "lesson": lesson,
-        "lab_after": LAB_AFTER,
+        "lab_after": request.app.state.lesson_parts.after_section,
+        "lesson_parts": request.app.state.lesson_parts,
         "lab_available": request.app.state.lab_available,
         "section_html": request.app.state.section_html,
         "feedback": feedback or {},

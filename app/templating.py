@@ -45,7 +45,7 @@ def asset_version(static_dir: Path, relative: str) -> str:
 
 
 def route_path(request: Request, name: str, **params: str) -> str:
-    """The path of a named route (behind the request's root path), looked up once per app.
+    """The path of a named route under the app's own address, looked up once per app.
 
     A path, not an absolute URL: nothing rendered depends on the Host a request names. A lookup
     walks every route (Starlette raises and catches one exception per route that does not
@@ -62,7 +62,8 @@ def route_path(request: Request, name: str, **params: str) -> str:
     path = paths.get(key)
     if path is None:
         path = paths[key] = str(app.url_path_for(name, **params))
-    return f"{request.scope.get('root_path', '')}{path}"
+    scope = request.scope
+    return f"{scope.get('app_root_path', scope.get('root_path', ''))}{path}"
 
 
 @pass_context

@@ -19,6 +19,7 @@ STATE_URL_HEADER = "X-Lab-Url"
 
 def page_url(request: Request, *queries: str) -> str:
     """The lesson page's address for a state: what the browser's address bar should show."""
+    # Under the app's own address: a lesson of a course is mounted under /learn/<slug>.
     path = route_path(request, PAGE_ROUTE)
     query = "&".join(q for q in queries if q)
     return f"{path}?{query}" if query else path
