@@ -47,7 +47,7 @@ def lab_verdict(agreement: Agreement, plain: float, counted: float) -> str:
     """The lab's verdict: that the plain rank mean equals g and why, or by how much it differs."""
     if agreement.agree:
         return f"Both schemes agree here: {reason(agreement)}."
-    # "x instead of y (d lower)" is arithmetic too: y − x = d must hold as printed.
+    # "x instead of y (d lower)" is arithmetic too: y - x = d must hold as printed.
     high, low = (plain, counted) if agreement.difference > 0 else (counted, plain)
     line = written(minus(Value(high), Value(low)), abs(agreement.difference))
     side = "higher" if agreement.difference > 0 else "lower"

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from app.confirm.check import ConfirmResponse, RunCheck
 from app.engine.verdicts import Agreement
-from app.numbers import distinct_digits, fmt, fmt_distinct
+from app.numbers import MINUS, distinct_digits, fmt, fmt_distinct
 from app.sentences import reason
 
 RUN_LABELS = {
@@ -156,7 +156,7 @@ def confirm_view(result: ConfirmResponse) -> ConfirmView:
         tolerance=(
             f"Gradients match within {fmt(result.gradient_tolerance)}"
             f" ({fmt(result.tolerance)} of the largest item gradient"
-            f" |w − y| = {fmt(result.gradient_scale)}); w_new within"
+            f" |w {MINUS} y| = {fmt(result.gradient_scale)}); w_new within"
             f" {fmt(result.w_new_tolerance)}."
         ),
         notes=tuple(result.notes),
