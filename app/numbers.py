@@ -154,9 +154,14 @@ def minus_signs(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Value:
-    """An operand printed with the line's digits."""
+    """An operand printed with the line's digits, optionally with a unit after it.
+
+    ``value`` is in that unit; ``scale`` converts it to the line's base unit (1 µs = 10⁻⁶ s).
+    """
 
     value: Number
+    unit: str = ""
+    scale: Fraction = Fraction(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +219,7 @@ def _values(expr: Expr) -> list[Number]:
 
 def _render(expr: Expr, digits: int, first: bool = True) -> str:
     if isinstance(expr, Value):
-        text = fmt(expr.value, digits)
+        text = fmt(expr.value, digits) + (f" {expr.unit}" if expr.unit else "")
         # A negative operand after an operator goes in parentheses: 2×(−1), 3 + (−1).
         return f"({text})" if expr.value < 0 and not first else text
     if isinstance(expr, Whole):
@@ -243,7 +248,7 @@ def _needs_parentheses(outer: str, inner: str, index: int) -> bool:
 def _evaluate(expr: Expr, digits: int) -> Fraction:
     """The exact value of the expression as printed (each operand as its printed digits)."""
     if isinstance(expr, Value):
-        return parse(fmt(expr.value, digits))[0]
+        return parse(fmt(expr.value, digits))[0] * expr.scale
     if isinstance(expr, Whole):
         return Fraction(expr.value)
     if isinstance(expr, Group):
@@ -262,9 +267,13 @@ def _evaluate(expr: Expr, digits: int) -> Fraction:
     return result
 
 
-def holds(printed: Fraction, result: str) -> bool:
-    """The printed expression's exact value rounds to ``result`` at its last printed digit."""
+def holds(printed: Fraction, result: str, scale: Fraction = Fraction(1)) -> bool:
+    """The printed expression's exact value rounds to ``result`` at its last printed digit.
+
+    ``scale`` converts the result's unit to the expression's (the result "15 ms": 10⁻³).
+    """
     value, half = parse(result)
+    value, half = value * scale, half * scale
     # Strictly inside: a printed expression half-way between two roundings holds neither.
     return printed == value or abs(printed - value) < half
 
@@ -281,7 +290,9 @@ class Line:
         return f"{self.expression} = {self.result}"
 
 
-def written(expr: Expr, result: Number, start: int = DIGITS) -> Line:
+def written(
+    expr: Expr, result: Number, start: int = DIGITS, unit: tuple[str, Fraction] | None = None
+) -> Line:
     """``expr = result`` printed with the fewest digits (≥ ``start``) that make it hold.
 
     Per digit count d: the operands print with d digits and must print distinct where they
@@ -290,7 +301,12 @@ def written(expr: Expr, result: Number, start: int = DIGITS) -> Line:
     (a difference far smaller than its operands), the result may print with fewer digits than
     the operands (at least 3). If still nothing holds, the result is printed from the printed
     expression itself (it differs from ``result`` by rounding only).
+
+    ``unit`` = (name, scale) prints the result in that unit: ``result / scale`` and the name.
     """
+    name, scale = unit if unit is not None else ("", Fraction(1))
+    suffix = f" {name}" if name else ""
+    shown_result = Fraction(result) / scale if name else result
     operands = _values(expr)
     unique = set(operands)
 
@@ -301,9 +317,9 @@ def written(expr: Expr, result: Number, start: int = DIGITS) -> Line:
         printed = _evaluate(expr, digits)
         tries = range(digits - 1, min(3, digits) - 1, -1) if fewer else (digits,)
         for result_digits in tries:
-            text = fmt(result, result_digits)
-            if holds(printed, text) and (result in unique or text not in shown):
-                return Line(_render(expr, digits), text, digits)
+            text = fmt(shown_result, result_digits)
+            if holds(printed, text, scale) and (result in unique or text not in shown or name):
+                return Line(_render(expr, digits), text + suffix, digits)
         return None
 
     # First the result with as many digits as the operands; under cancellation (a difference
@@ -313,5 +329,5 @@ def written(expr: Expr, result: Number, start: int = DIGITS) -> Line:
             line = attempt(digits, fewer)
             if line is not None:
                 return line
-    printed = _evaluate(expr, MAX_DIGITS)
-    return Line(_render(expr, MAX_DIGITS), fmt(printed, MAX_DIGITS), MAX_DIGITS)
+    printed = _evaluate(expr, MAX_DIGITS) / scale
+    return Line(_render(expr, MAX_DIGITS), fmt(printed, MAX_DIGITS) + suffix, MAX_DIGITS)
