@@ -291,7 +291,11 @@ class Line:
 
 
 def written(
-    expr: Expr, result: Number, start: int = DIGITS, unit: tuple[str, Fraction] | None = None
+    expr: Expr,
+    result: Number,
+    start: int = DIGITS,
+    unit: tuple[str, Fraction] | None = None,
+    most: int = MAX_DIGITS,
 ) -> Line:
     """``expr = result`` printed with the fewest digits (≥ ``start``) that make it hold.
 
@@ -303,6 +307,7 @@ def written(
     expression itself (it differs from ``result`` by rounding only).
 
     ``unit`` = (name, scale) prints the result in that unit: ``result / scale`` and the name.
+    ``most`` raises the 17-digit limit for exact operands (fractions closer than floats show).
     """
     name, scale = unit if unit is not None else ("", Fraction(1))
     suffix = f" {name}" if name else ""
@@ -325,9 +330,14 @@ def written(
     # First the result with as many digits as the operands; under cancellation (a difference
     # far smaller than its operands) the result may keep fewer.
     for fewer in (False, True):
-        for digits in range(start, MAX_DIGITS + 1):
+        for digits in range(start, min(MAX_DIGITS, most) + 1):
             line = attempt(digits, fewer)
             if line is not None:
                 return line
-    printed = _evaluate(expr, MAX_DIGITS) / scale
-    return Line(_render(expr, MAX_DIGITS), fmt(printed, MAX_DIGITS) + suffix, MAX_DIGITS)
+    # Exact operands closer than 17 digits show: more digits, the result as short as holds.
+    for digits in range(MAX_DIGITS + 1, most + 1):
+        line = attempt(digits, False) or attempt(digits, True)
+        if line is not None:
+            return line
+    printed = _evaluate(expr, most) / scale
+    return Line(_render(expr, most), fmt(printed, most) + suffix, most)

@@ -43,14 +43,23 @@ def reason(agreement: Agreement, *, microbatches: bool = False) -> str:
     return words
 
 
-def lab_verdict(agreement: Agreement, plain: float, counted: float) -> str:
-    """The lab's verdict: that the plain rank mean equals g and why, or by how much it differs."""
+# Exact means may differ far below float resolution (1 against 1 + 5e-19): enough digits.
+MOST_DIGITS = 60
+
+
+def lab_verdict(agreement: Agreement) -> str:
+    """The lab's verdict: that the plain rank mean equals g and why, or by how much it differs.
+
+    The two means print from their exact values, with the fewest digits that show them apart
+    and make "x instead of y (d lower)" hold as printed.
+    """
     if agreement.agree:
         return f"Both schemes agree here: {reason(agreement)}."
     # "x instead of y (d lower)" is arithmetic too: y - x = d must hold as printed.
-    high, low = (plain, counted) if agreement.difference > 0 else (counted, plain)
-    line = written(minus(Value(high), Value(low)), abs(agreement.difference))
-    side = "higher" if agreement.difference > 0 else "lower"
+    plain, counted = agreement.plain, agreement.counted
+    high, low = (plain, counted) if plain > counted else (counted, plain)
+    line = written(minus(Value(high), Value(low)), high - low, most=MOST_DIGITS)
+    side = "higher" if plain > counted else "lower"
     return (
         f"The plain rank mean gives {fmt(plain, line.digits)} instead of"
         f" {fmt(counted, line.digits)} ({line.result} {side}): {reason(agreement)}."

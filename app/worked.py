@@ -49,7 +49,10 @@ def figures(result: GradientResult) -> Figures:
         rank_mean_gradient=rank_mean,
         w_new=w_new,
         w_new_rank_mean=w_new_rank_mean,
-        w_new_difference=fmt(result.w_new_difference),
+        # From the exact means: a difference below the float range still prints, not as 0.
+        w_new_difference=fmt(
+            Fraction(result.eta) * (result.agreement.counted - result.agreement.plain)
+        ),
     )
 
 
@@ -68,45 +71,48 @@ class Lines:
     compensated_means: tuple[str, ...]
 
 
-def _step(result: GradientResult, gradient: float, w_new: float) -> str:
-    return str(written(minus(Value(result.w), times(Value(result.eta), Value(gradient))), w_new))
+# Exact operands (the means before rounding) may need more than 17 digits to show apart.
+MOST_DIGITS = 60
+
+
+def _line(expr: Expr, result: Fraction | float) -> str:
+    return str(written(expr, result, most=MOST_DIGITS))
 
 
 def lines(result: GradientResult) -> Lines:
     """``N = Σ nᵣ``, ``g = Σ nᵣ ḡᵣ / N``, the rank mean, the compensated mean, both steps,
-    their difference ``η·(g - rank mean)`` and, per rank, ``P·nᵣ/N`` and ``(P·nᵣ/N)·ḡᵣ``."""
-    counts = [Value(n) for n in result.counts]
+    their difference ``η·(g - rank mean)`` and, per rank, ``P·nᵣ/N`` and ``(P·nᵣ/N)·ḡᵣ``.
+
+    The two means enter as their exact values (``result.agreement``), so each line holds as
+    printed even where the floats they round to cannot show their difference.
+    """
+    g, rank_mean = result.agreement.counted, result.agreement.plain
+    total = sum((Fraction(n) for n in result.counts), Fraction(0))
+    w, eta = Fraction(result.w), Fraction(result.eta)
     products = [times(Value(n), Value(m)) for n, m in zip(result.counts, result.means, strict=True)]
     ranks = Whole(result.P)
+
+    def step(gradient: Fraction) -> str:
+        return _line(
+            minus(Value(result.w), times(Value(result.eta), Value(gradient))), w - eta * gradient
+        )
+
     return Lines(
-        N=str(written(plus(*counts), result.N)),
-        g=str(written(over(plus(*products), Value(result.N)), result.global_gradient)),
-        rank_mean=str(
-            written(over(plus(*(Value(m) for m in result.means)), ranks), result.rank_mean_gradient)
-        ),
-        compensated=str(
-            written(
-                over(plus(*(Value(c) for c in result.compensated_means)), ranks),
-                result.global_gradient,
-            )
-        ),
-        w_new=_step(result, result.global_gradient, result.w_new),
-        w_new_rank_mean=_step(result, result.rank_mean_gradient, result.w_new_rank_mean),
-        difference=str(
-            written(
-                times(
-                    Value(result.eta),
-                    minus(Value(result.global_gradient), Value(result.rank_mean_gradient)),
-                ),
-                result.w_new_difference,
-            )
+        N=_line(plus(*(Value(n) for n in result.counts)), total),
+        g=_line(over(plus(*products), Value(total)), g),
+        rank_mean=_line(over(plus(*(Value(m) for m in result.means)), ranks), rank_mean),
+        compensated=_line(over(plus(*(Value(c) for c in result.compensated_means)), ranks), g),
+        w_new=step(g),
+        w_new_rank_mean=step(rank_mean),
+        difference=_line(
+            times(Value(result.eta), minus(Value(g), Value(rank_mean))), eta * (g - rank_mean)
         ),
         factors=tuple(
-            str(written(over(times(ranks, Value(n)), Value(result.N)), factor))
+            _line(over(times(ranks, Value(n)), Value(total)), factor)
             for n, factor in zip(result.counts, result.scale_factors, strict=True)
         ),
         compensated_means=tuple(
-            str(written(times(Value(factor), Value(m)), scaled))
+            _line(times(Value(factor), Value(m)), scaled)
             for factor, m, scaled in zip(
                 result.scale_factors, result.means, result.compensated_means, strict=True
             )
@@ -122,7 +128,7 @@ def column(values: tuple[float, ...], exact: bool = False) -> tuple[str, ...]:
 
 
 def verdict(result: GradientResult) -> str:
-    return lab_verdict(result.agreement, result.rank_mean_gradient, result.global_gradient)
+    return lab_verdict(result.agreement)
 
 
 # ---- SGD steps -------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The confirmation panel's view-model: a ConfirmResponse as display strings. No torch."""
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 from app.confirm.check import ConfirmResponse, RunCheck
 from app.engine.verdicts import Agreement
@@ -105,6 +106,8 @@ def verdict(result: ConfirmResponse) -> str:
         reason=result.agreement,
         difference=default.engine_grad - target,
         empty=tuple(result.empty_entries),
+        plain=Fraction(default.engine_grad),
+        counted=Fraction(target),
     )
     why = reason(agreement, microbatches=result.form == "accumulation")
     if len(matching) == len(runs):

@@ -55,12 +55,18 @@ class Exact:
 
 @dataclass(frozen=True, slots=True)
 class Agreement:
-    """The verdict on one comparison; ``difference`` is ``plain - counted`` rounded once."""
+    """The verdict on one comparison; ``difference`` is ``plain - counted`` rounded once.
+
+    ``plain`` and ``counted`` are the two means exactly: they may differ by less than the
+    floats they round to can show.
+    """
 
     agree: bool
     reason: Reason
     difference: float
     empty: tuple[int, ...]
+    plain: Fraction
+    counted: Fraction
 
 
 def exact_means(
@@ -116,6 +122,8 @@ def decide(exact: Exact) -> Agreement:
         reason=reason,
         difference=rounded(exact.difference),
         empty=empty,
+        plain=exact.plain,
+        counted=exact.counted,
     )
 
 
