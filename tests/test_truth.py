@@ -32,9 +32,10 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from app.engine import EngineError, accumulate, from_items, from_means, ring_allreduce, trajectory
-from app.labquery import ItemsState, MeansState, RingState
-from app.labview import lab_view, ring_view
-from app.schemas import GradientRequest, compute
+from app.lab.compute import compute
+from app.lab.state import GradientRequest, RingRequest
+from app.lab.view import lab_view, ring_view
+from tests.lab_states import items_state, means_state, ring_state
 
 STATES: Counter[str] = Counter()
 MINUS, TIMES = "\u2212", "\u00d7"
@@ -268,7 +269,7 @@ def test_verdict_figures_and_lines_hold_for_any_means_state(
     result = from_means(counts, means, eta=eta, w=w)
     g, rank_mean = exact(counts, means)
     step, start = Fraction(eta), Fraction(w)
-    view = lab_view(result, MeansState(tuple(counts), tuple(means), eta, w))
+    view = lab_view(result, means_state(tuple(counts), tuple(means), eta, w))
 
     # 4. the verdict: exactly the condition that holds
     held = condition(counts, means)
@@ -371,7 +372,7 @@ def test_sgd_courses_say_heading_only_when_contracting(
     STATES["items"] += 1
     result = from_items(targets, weights, eta=eta, w=w)
     path = trajectory(targets, weights, eta=eta, w=w, steps=steps)
-    lab_state = ItemsState(
+    lab_state = items_state(
         tuple(map(tuple, targets)),
         None if weights is None else tuple(map(tuple, weights)),
         eta,
@@ -424,7 +425,7 @@ ring_values = st.sampled_from([0.0, 1e-3, 1.0, 5.0, 10.0, 1000.0, 1e6])
 @PROPERTY
 @given(
     payload=st.sampled_from([1e-6, 1e-3, 1.0, 100.0, 1e6]),
-    ranks=st.integers(1, 64),
+    ranks=st.integers(2, 64),
     alpha=ring_values,
     bandwidth=st.sampled_from([1e-3, 0.1, 1.0, 10.0, 400.0]),
 )
@@ -433,14 +434,11 @@ def test_ring_lines_hold_and_the_note_names_the_dominant_term(
 ) -> None:
     STATES["ring"] += 1
     cost = ring_allreduce(payload * 1e6, ranks, alpha * 1e-6, bandwidth * 1e9)
-    view = ring_view(cost, RingState(payload, ranks, alpha, bandwidth))
+    view = ring_view(cost, ring_state(payload, ranks, alpha, bandwidth))
     check_line(view.time_formula)
     check_line(view.count_formula)
     latency = Fraction(alpha) / 10**6
     transfer = Fraction(8) / (ranks * Fraction(bandwidth) * 10**9)
-    if ranks == 1:
-        assert "nothing is communicated" in view.note
-        return
     share = latency / (latency + transfer)
     if share >= Fraction(9, 10):
         assert "almost all start-up latency" in view.note, view.note
@@ -458,7 +456,7 @@ def test_ring_lines_hold_and_the_note_names_the_dominant_term(
 
 
 def test_unequal_counts_with_equal_means_name_the_means_not_the_counts() -> None:
-    view = lab_view(from_means([2, 6], [3, 3], eta=0.1, w=10), MeansState((2, 6), (3, 3), 0.1, 10))
+    view = lab_view(from_means([2, 6], [3, 3], eta=0.1, w=10), means_state((2, 6), (3, 3), 0.1, 10))
     assert "same mean gradient" in view.verdict
     assert "same count" not in view.verdict
 
@@ -466,7 +464,7 @@ def test_unequal_counts_with_equal_means_name_the_means_not_the_counts() -> None
 def test_a_tiny_difference_prints_as_different_numbers() -> None:
     counts, means = [1.0, 3.0], [1.0, 1.00001 + 4e-11]
     view = lab_view(
-        from_means(counts, means, eta=0.1, w=9.9), MeansState((1.0, 3.0), tuple(means), 0.1, 9.9)
+        from_means(counts, means, eta=0.1, w=9.9), means_state((1.0, 3.0), tuple(means), 0.1, 9.9)
     )
     plain, counted = re.findall(r"gives (\S+) instead of (\S+) ", view.verdict)[0]
     assert plain != counted
@@ -475,7 +473,7 @@ def test_a_tiny_difference_prints_as_different_numbers() -> None:
 
 def test_huge_w_lines_hold_as_printed() -> None:
     view = lab_view(
-        from_means([2, 6], [1, 3], eta=0.1, w=123456.7), MeansState((2, 6), (1, 3), 0.1, 123456.7)
+        from_means([2, 6], [1, 3], eta=0.1, w=123456.7), means_state((2, 6), (1, 3), 0.1, 123456.7)
     )
     for line in (view.w_new_formula, view.w_new_rank_mean_formula, view.difference_formula):
         check_line(line)
@@ -500,7 +498,7 @@ def test_diverging_eta_in_the_items_form_never_heads_to_a_fixed_point() -> None:
     path = trajectory(targets, eta=2.5, w=10, steps=30)
     view = lab_view(
         from_items(targets, eta=2.5, w=10),
-        ItemsState(((9.0, 9.0), (7.0,) * 6), None, 2.5, 10, 30),
+        items_state(((9.0, 9.0), (7.0,) * 6), None, 2.5, 10, 30),
         path,
     )
     assert view.trajectory is not None
@@ -510,8 +508,15 @@ def test_diverging_eta_in_the_items_form_never_heads_to_a_fixed_point() -> None:
     assert all("→" not in tick.label for tick in view.trajectory.chart.guide_labels)
 
 
+def test_one_rank_ring_note_says_nothing_is_communicated() -> None:
+    state = RingRequest.model_construct(payload_mb=1.0, ranks=1, alpha_us=5.0, bandwidth_gbps=1.0)
+    view = ring_view(ring_allreduce(1e6, 1, 5e-6, 1e9), state)
+    assert "nothing is communicated" in view.note
+    check_line(view.time_formula)
+
+
 def test_zero_latency_ring_note_is_not_about_latency() -> None:
-    view = ring_view(ring_allreduce(100e6, 4, 0.0, 10e9), RingState(100.0, 4, 0.0, 10.0))
+    view = ring_view(ring_allreduce(100e6, 4, 0.0, 10e9), ring_state(100.0, 4, 0.0, 10.0))
     assert "almost all start-up latency" not in view.note
     assert "no start-up latency" in view.note
 

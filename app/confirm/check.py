@@ -14,7 +14,8 @@ from app.confirm.jobs import DistributedResult, Job, Run
 from app.confirm.pool import Outcome
 from app.engine import accumulate, from_items
 from app.engine.verdicts import Agreement, Reason
-from app.schemas import Form, GradientResponse
+from app.lab.compute import GradientResponse
+from app.lab.state import Form
 
 # float64 sums of the items' gradients in another order agree to ~1e-13 of the largest item
 # gradient |w - y|; 1e-9 of it leaves room for long sums and cancellation.

@@ -6,11 +6,12 @@ Templates only place these strings; every number on the lab is formatted here.
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from app.engine import GradientResult, RingCost, Trajectory
-from app.labquery import ItemsState, LabState, RingState
+from app.lab.state import GradientRequest, RingRequest
+from app.lab.worked import column, figures, lines, path_words, ring_words, verdict
 from app.numbers import fmt, minus_signs
-from app.worked import column, figures, lines, path_words, ring_words, verdict
 
 SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 ITEMS_SHOWN = 12
@@ -170,7 +171,7 @@ def _item_list(values: Sequence[float]) -> str:
     return shown or "none"
 
 
-def _rank_rows(result: GradientResult, state: LabState) -> tuple[RankRow, ...]:
+def _rank_rows(result: GradientResult, state: GradientRequest) -> tuple[RankRow, ...]:
     rows = []
     worked = lines(result)
     counts = column(result.counts)
@@ -181,12 +182,12 @@ def _rank_rows(result: GradientResult, state: LabState) -> tuple[RankRow, ...]:
     influence_rank_mean = column(result.influence_rank_mean, exact=True)
     for r in range(result.P):
         items = gradients = ""
-        if isinstance(state, ItemsState):
+        if state.targets is not None:
             ys = state.targets[r]
             items = _item_list(ys)
             gradients = _item_list([result.w - y for y in ys])
             if state.weights is not None:
-                items += f" (weights {_item_list(state.weights[r])})"
+                items += f" (weights {_item_list(cast(list[float], state.weights[r]))})"
         rows.append(
             RankRow(
                 rank=r,
@@ -206,12 +207,14 @@ def _rank_rows(result: GradientResult, state: LabState) -> tuple[RankRow, ...]:
     return tuple(rows)
 
 
-def lab_view(result: GradientResult, state: LabState, path: Trajectory | None = None) -> LabView:
+def lab_view(
+    result: GradientResult, state: GradientRequest, path: Trajectory | None = None
+) -> LabView:
     """The results fragment's view of one engine result (and, in the items form, a trajectory)."""
     shown = figures(result)
     worked = lines(result)
     return LabView(
-        mode="items" if isinstance(state, ItemsState) else "means",
+        mode="items" if state.targets is not None else "means",
         N=shown.N,
         global_gradient=shown.global_gradient,
         rank_mean_gradient=shown.rank_mean_gradient,
@@ -466,7 +469,7 @@ class RingView:
     note: str
 
 
-def ring_view(cost: RingCost, state: RingState) -> RingView:
+def ring_view(cost: RingCost, state: RingRequest) -> RingView:
     """The ring panel: ideal all-reduce time and the one scalar all-reduce that carries N."""
     words = ring_words(cost, state.payload_mb, state.alpha_us, state.bandwidth_gbps)
     return RingView(
