@@ -289,7 +289,16 @@ def test_verdict_figures_and_lines_hold_for_any_means_state(
         high, low = (plain, counted) if side == "higher" else (counted, plain)
         check_line(f"{high} − {low} = {difference}")
         assert plain != counted  # 3. different values never print alike
-        assert "weights each rank equally" in reason or "empty rank" in reason
+        kept = [(c, m) for c, m in zip(counts, means, strict=True) if c]
+        if len(kept) < len(counts) and (
+            len({c for c, _ in kept}) == 1 or len({Fraction(m) for _, m in kept}) == 1
+        ):
+            # Only the empty ranks make the difference: the ranks with items alone would agree.
+            assert reason == "it counts each empty rank as a mean of 0 and still divides by P"
+        else:
+            assert reason.startswith("it weights each rank equally, not each item"), reason
+            if len(kept) < len(counts):
+                assert "empty rank" in reason
     else:
         assert view.verdict.startswith("Both schemes agree here: "), view.verdict
         assert PHRASES[held] in view.verdict, (held, view.verdict)
