@@ -423,8 +423,18 @@ def test_sgd_courses_say_heading_only_when_contracting(
         check_rounded(shown[1], factor, ulps(factor))
         if abs(factor) >= 1:
             assert "heading" not in words.chart.description
-    # Two schemes that are the same computation take exactly the same path.
-    if path.fixed_point_global == path.fixed_point_rank_mean and occupied == len(targets):
+    # Two schemes that are the same computation (equal exact fixed points, no empty rank) take
+    # exactly the same path.
+    sums = [
+        sum((Fraction(x) * Fraction(y) for x, y in zip(ws, ys, strict=True)), Fraction(0))
+        for ws, ys in zip(rank_weights, targets, strict=True)
+    ]
+    fixed_global = sum(sums, Fraction(0)) / sum(counts, Fraction(0))
+    fixed_rank = sum((v / n for v, n in zip(sums, counts, strict=True) if n), Fraction(0))
+    fixed_rank /= occupied
+    if fixed_global == fixed_rank and occupied == len(targets):
+        STATES["items: same path"] += 1
+        assert path.fixed_point_global == path.fixed_point_rank_mean
         assert path.w_global == path.w_rank_mean
 
 
