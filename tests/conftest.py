@@ -5,6 +5,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -184,3 +185,16 @@ def artifacts() -> Path:
     """Folder for screenshots that a person opens and looks at (git-ignored)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture(scope="module")
+def confirm_client() -> Iterator[TestClient]:
+    """The real app with its own warm pool (a private runtime folder, not the shared default),
+    one per test module."""
+    runtime = Path(tempfile.mkdtemp(prefix="atlas-confirm-test-"))
+    app = create_app(Settings(confirm_runtime_dir=runtime, confirm_cache_size=4))
+    try:
+        with TestClient(app) as client:
+            yield client
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)

@@ -6,9 +6,6 @@ DDP's default is named as ``/api/gradient`` names it; the panel's sentence follo
 and the result cache answers only an identical request.
 """
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -18,30 +15,11 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.main import create_app
-from app.settings import Settings
+from tests.confirming import confirm
 
 pytestmark = pytest.mark.distributed
 
 LESSON = {"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10}
-
-
-@pytest.fixture(scope="module")
-def confirm_client() -> Iterator[TestClient]:
-    runtime = tempfile.mkdtemp(prefix="atlas-verdicts-test-")
-    app = create_app(Settings(confirm_runtime_dir=runtime, confirm_cache_size=64))
-    try:
-        with TestClient(app) as client:
-            yield client
-    finally:
-        shutil.rmtree(runtime, ignore_errors=True)
-
-
-def confirm(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:
-    response = client.post("/api/confirm", json=body)
-    assert response.status_code == 200, response.text
-    answer: dict[str, Any] = response.json()
-    return answer
 
 
 def exact_means(counts: list[float], means: list[float]) -> tuple[Fraction, Fraction]:
