@@ -14,6 +14,7 @@
 it to check every printed line, and ``written`` uses it to check its own.
 """
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -30,33 +31,58 @@ MAX_DIGITS = 17
 MAX_DENOMINATOR = 1000
 
 Number = float | int | Fraction
+LOG10_2 = math.log10(2)
 
 
 def _scientific(value: Number, digits: int) -> tuple[int, str, int]:
     """``(sign, mantissa digits, exponent)`` of value rounded to ``digits`` significant digits."""
     if isinstance(value, Fraction):
         sign = -1 if value < 0 else 1
-        magnitude = abs(value)
-        exponent = len(str(magnitude.numerator)) - len(str(magnitude.denominator))
-        if Fraction(10) ** exponent > magnitude:
-            exponent -= 1
-        scaled = magnitude / Fraction(10) ** (exponent - digits + 1)
-        mantissa = round(scaled)  # half to even, as float formatting does
+        p, q = abs(value.numerator), value.denominator
+        # 10**e <= p/q < 10**(e + 1): a guess from the bit lengths, then corrected.
+        e = math.floor((p.bit_length() - q.bit_length()) * LOG10_2)
+        while (p * 10**-e if e < 0 else p) < (q if e < 0 else q * 10**e):
+            e -= 1
+        while (p * 10 ** (-e - 1) if e + 1 < 0 else p) >= (q if e + 1 < 0 else q * 10 ** (e + 1)):
+            e += 1
+        shift = e - digits + 1
+        top, bottom = (p, q * 10**shift) if shift >= 0 else (p * 10**-shift, q)
+        mantissa, rest = divmod(top, bottom)
+        if 2 * rest > bottom or (2 * rest == bottom and mantissa % 2):  # half to even
+            mantissa += 1
         if mantissa >= 10**digits:
             mantissa //= 10
-            exponent += 1
-        return sign, str(mantissa), exponent
+            e += 1
+        return sign, str(mantissa), e
     head, tail = f"{abs(value):.{digits - 1}e}".split("e")
     return (-1 if value < 0 else 1), head.replace(".", ""), int(tail)
 
 
-@lru_cache(maxsize=8192, typed=True)
-def fmt(value: Number, digits: int = DIGITS) -> str:
-    """``value`` to ``digits`` significant digits, ``%g``-style, true minus, ×10ⁿ exponents."""
+# An exact rational as (numerator, denominator > 0), not reduced: the lines' arithmetic adds and
+# multiplies a few decimals, far faster on plain ints than with Fraction's gcd at every step.
+Ratio = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Printed:
+    """One number as printed: the text, its exact value and half a unit of its last digit."""
+
+    text: str
+    value: Ratio
+    half: Ratio
+
+
+@lru_cache(maxsize=65536, typed=True)
+def printed(value: Number, digits: int = DIGITS) -> Printed:
+    """``value`` to ``digits`` significant digits, ``%g``-style, true minus, ×10ⁿ exponents;
+    with the value a reader reads back and half a unit of the last digit shown."""
     if value == 0:
-        return "0"
-    sign, mantissa, exponent = _scientific(value, digits)
-    mantissa = mantissa.rstrip("0") or "0"
+        return Printed("0", (0, 1), (0, 1))
+    sign, digits_text, exponent = _scientific(value, digits)
+    exact = sign * int(digits_text)
+    shift = exponent - len(digits_text) + 1
+    ratio = (exact * 10**shift, 1) if shift >= 0 else (exact, 10**-shift)
+    mantissa = digits_text.rstrip("0") or "0"
     if -4 <= exponent < digits:
         if exponent >= 0:
             whole = mantissa[: exponent + 1].ljust(exponent + 1, "0")
@@ -64,17 +90,38 @@ def fmt(value: Number, digits: int = DIGITS) -> str:
         else:
             whole, rest = "0", "0" * (-exponent - 1) + mantissa
         text = f"{whole}.{rest}" if rest else whole
+        place = -len(rest)
     else:
         head = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
         text = f"{head}{TIMES}10{str(exponent).translate(SUPERSCRIPT)}"
-    return (MINUS if sign < 0 else "") + text
+        place = exponent - (len(mantissa) - 1)
+    half = (10**place, 2) if place >= 0 else (1, 2 * 10**-place)
+    return Printed((MINUS if sign < 0 else "") + text, ratio, half)
 
 
+def fmt(value: Number, digits: int = DIGITS) -> str:
+    """``value`` to ``digits`` significant digits, ``%g``-style, true minus, ×10ⁿ exponents."""
+    return printed(value, digits).text
+
+
+def _shown_ratio(value: Number, digits: int) -> Ratio:
+    return printed(value, digits).value
+
+
+def shown(value: Number, digits: int = DIGITS) -> Fraction:
+    """The exact value of ``fmt(value, digits)``: what a reader computes with."""
+    return Fraction(*_shown_ratio(value, digits))
+
+
+@lru_cache(maxsize=16384, typed=True)
 def small_fraction(value: Number, digits: int = DIGITS) -> Fraction | None:
     """The fraction p/q (q ≤ 1000, q > 1) that ``value`` is, when its decimals do not end.
 
     A float counts as that fraction when it is the float nearest to it.
     """
+    top, bottom = printed(value, digits).value
+    if isinstance(value, float) and top / bottom == value:
+        return None  # the printed decimal reads back as that very float (0.5, 0.1, 2.5)
     exact = Fraction(value)
     guess = exact.limit_denominator(MAX_DENOMINATOR)
     if guess.denominator == 1 or (guess != exact and float(guess) != float(value)):
@@ -84,7 +131,7 @@ def small_fraction(value: Number, digits: int = DIGITS) -> Fraction | None:
         q //= 2
     while q % 5 == 0:
         q //= 5
-    if q == 1 and parse(fmt(guess, digits))[0] == guess:
+    if q == 1 and shown(guess, digits) == guess:
         return None  # a decimal that ends within the shown digits: 0.125 stays 0.125
     return guess
 
@@ -119,25 +166,30 @@ def parse(text: str) -> tuple[Fraction, Fraction]:
         raise ValueError(f"not a printed number: {text!r}")
     decimals = match["frac"] or ""
     exponent = int(match["exp"].translate(FROM_SUPERSCRIPT)) if match["exp"] else 0
-    value = Fraction(int(match["int"] + decimals)) * Fraction(10) ** (exponent - len(decimals))
-    if match["sign"]:
-        value = -value
-    half = Fraction(10) ** (exponent - len(decimals)) / 2
+    place = exponent - len(decimals)
+    digits = int(match["int"] + decimals) * (-1 if match["sign"] else 1)
+    if place >= 0:
+        value, half = Fraction(digits * 10**place), Fraction(10**place, 2)
+    else:
+        value, half = Fraction(digits, 10**-place), Fraction(1, 2 * 10**-place)
     return value, (Fraction(0) if value == 0 else half)
 
 
-def distinct_digits(values: Iterable[Number], start: int = DIGITS) -> int:
-    """The fewest digits (≥ ``start``) that print different values as different strings."""
+def distinct_digits(values: Iterable[Number], start: int = DIGITS, most: int = MAX_DIGITS) -> int:
+    """The fewest digits (≥ ``start``) that print different values as different strings
+    (``most`` digits at most: 17 tell floats apart; exact fractions may need more)."""
     unique = set(values)
-    for digits in range(start, MAX_DIGITS + 1):
+    for digits in range(start, most + 1):
         if len({fmt(v, digits) for v in unique}) == len(unique):
             return digits
-    return MAX_DIGITS
+    return most
 
 
-def fmt_distinct(values: Sequence[Number], start: int = DIGITS) -> tuple[str, ...]:
+def fmt_distinct(
+    values: Sequence[Number], start: int = DIGITS, most: int = MAX_DIGITS
+) -> tuple[str, ...]:
     """Values shown together: one digit count for all, the fewest that keeps them distinct."""
-    digits = distinct_digits(values, start)
+    digits = distinct_digits(values, start, most)
     return tuple(fmt(v, digits) for v in values)
 
 
@@ -245,37 +297,41 @@ def _needs_parentheses(outer: str, inner: str, index: int) -> bool:
     return index > 0 and outer in "-/"
 
 
-def _evaluate(expr: Expr, digits: int) -> Fraction:
+def _evaluate(expr: Expr, digits: int) -> Ratio:
     """The exact value of the expression as printed (each operand as its printed digits)."""
     if isinstance(expr, Value):
-        return parse(fmt(expr.value, digits))[0] * expr.scale
+        n, d = _shown_ratio(expr.value, digits)
+        return n * expr.scale.numerator, d * expr.scale.denominator
     if isinstance(expr, Whole):
-        return Fraction(expr.value)
+        return expr.value, 1
     if isinstance(expr, Group):
         return _evaluate(expr.inner, digits)
-    values = [_evaluate(item, digits) for item in expr.items]
-    result = values[0]
-    for value in values[1:]:
+    n, d = _evaluate(expr.items[0], digits)
+    for item in expr.items[1:]:
+        m, e = _evaluate(item, digits)
         if expr.operator == "+":
-            result += value
+            n, d = n * e + m * d, d * e
         elif expr.operator == "-":
-            result -= value
+            n, d = n * e - m * d, d * e
         elif expr.operator == "*":
-            result *= value
+            n, d = n * m, d * e
         else:
-            result /= value
-    return result
+            n, d = (n * e, d * m) if m > 0 else (-n * e, -d * m)
+    return n, d
 
 
-def holds(printed: Fraction, result: str, scale: Fraction = Fraction(1)) -> bool:
+def holds(expression: Ratio, result: Printed, scale: Fraction = Fraction(1)) -> bool:
     """The printed expression's exact value rounds to ``result`` at its last printed digit.
 
     ``scale`` converts the result's unit to the expression's (the result "15 ms": 10⁻³).
     """
-    value, half = parse(result)
-    value, half = value * scale, half * scale
-    # Strictly inside: a printed expression half-way between two roundings holds neither.
-    return printed == value or abs(printed - value) < half
+    n, d = expression
+    (vn, vd), (hn, hd) = result.value, result.half
+    vn, vd = vn * scale.numerator, vd * scale.denominator
+    hn, hd = hn * scale.numerator, hd * scale.denominator
+    # |n/d - v| < half, in integers (d > 0); exactly equal also holds (half is 0 for "0").
+    gap = abs(n * vd - vn * d)
+    return gap == 0 or gap * hd < hn * d * vd
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,11 +375,12 @@ def written(
         shown = {fmt(v, digits) for v in unique}
         if len(shown) < len(unique):
             return None
-        printed = _evaluate(expr, digits)
+        value = _evaluate(expr, digits)
         tries = range(digits - 1, min(3, digits) - 1, -1) if fewer else (digits,)
         for result_digits in tries:
-            text = fmt(shown_result, result_digits)
-            if holds(printed, text, scale) and (result in unique or text not in shown or name):
+            answer = printed(shown_result, result_digits)
+            text = answer.text
+            if holds(value, answer, scale) and (result in unique or text not in shown or name):
                 return Line(_render(expr, digits), text + suffix, digits)
         return None
 
@@ -339,5 +396,5 @@ def written(
         line = attempt(digits, False) or attempt(digits, True)
         if line is not None:
             return line
-    printed = _evaluate(expr, most) / scale
-    return Line(_render(expr, most), fmt(printed, most) + suffix, most)
+    exact = Fraction(*_evaluate(expr, most)) / scale
+    return Line(_render(expr, most), fmt(exact, most) + suffix, most)

@@ -70,13 +70,14 @@ def finite_vector(
         raise EngineError(field, f"{name} must hold finite numbers only")
     if non_negative and np.any(array < 0):
         raise EngineError(field, f"{name} must not be negative, got {float(array.min())!r}")
-    if non_negative and np.any((array > 0) & (array < SMALLEST_COUNT)):
-        tiny = float(array[(array > 0) & (array < SMALLEST_COUNT)][0])
+    tiny = (array > 0) & (array < SMALLEST_COUNT) if non_negative else None
+    if tiny is not None and tiny.any():
+        index = int(np.flatnonzero(tiny)[0])
         raise EngineError(
             field,
-            f"{name} holds {tiny!r}, a positive value below {SMALLEST_COUNT!r} (the smallest"
-            " normal float): 1/N would overflow. Use 0 for no items, or a value of at least"
-            f" {SMALLEST_COUNT!r}",
+            f"{name}[{index}] = {float(array[index])!r} is positive but below"
+            f" {SMALLEST_COUNT!r}, the smallest normal float: 1/N would overflow. Use 0 for"
+            f" no items, or a value of at least {SMALLEST_COUNT!r}",
         )
     return array
 

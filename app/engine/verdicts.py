@@ -12,7 +12,7 @@ two are the same computation it is exactly 0, and the condition that makes them 
 """
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -40,8 +40,8 @@ AGREEING: tuple[Reason, ...] = (
 class Exact:
     """The two weighted means as exact fractions, with the inputs they came from."""
 
-    counts: tuple[Fraction, ...]
-    means: tuple[Fraction, ...]
+    counts: tuple[float, ...]
+    means: tuple[float, ...]
     plain_weights: tuple[Fraction, ...]
     total: Fraction
     counted: Fraction
@@ -69,6 +69,16 @@ class Agreement:
     counted: Fraction
 
 
+def _dyadic_sum(ratios: Iterable[tuple[int, int]]) -> Fraction:
+    """The exact sum of ratios whose denominators are powers of two (``float.as_integer_ratio``):
+    plain integers over the largest denominator, one Fraction at the end."""
+    pairs = list(ratios)
+    if not pairs:
+        return Fraction(0)
+    top = max(d for _, d in pairs)
+    return Fraction(sum(n * (top // d) for n, d in pairs), top)
+
+
 def exact_means(
     counts: Sequence[float], means: Sequence[float], plain_weights: Sequence[Fraction]
 ) -> Exact:
@@ -76,13 +86,18 @@ def exact_means(
 
     ``counts`` are non-negative with a positive sum; ``plain_weights`` sum to 1.
     """
-    n = tuple(Fraction(x) for x in counts)
-    m = tuple(Fraction(y) if x else Fraction(0) for x, y in zip(n, means, strict=True))
-    c = tuple(plain_weights)
-    total = sum(n, Fraction(0))
-    counted = sum((x * y for x, y in zip(n, m, strict=True)), Fraction(0)) / total
-    plain = sum((x * y for x, y in zip(c, m, strict=True)), Fraction(0))
-    return Exact(n, m, c, total, counted, plain)
+    n = tuple(float(x) for x in counts)
+    m = tuple(float(y) if x else 0.0 for x, y in zip(n, means, strict=True))
+    n_ratios = [x.as_integer_ratio() for x in n]
+    m_ratios = [y.as_integer_ratio() for y in m]
+    total = _dyadic_sum(n_ratios)
+    products = ((a * c, b * d) for (a, b), (c, d) in zip(n_ratios, m_ratios, strict=True))
+    counted = _dyadic_sum(products) / total
+    groups: dict[Fraction, list[tuple[int, int]]] = {}
+    for weight, ratio in zip(plain_weights, m_ratios, strict=True):
+        groups.setdefault(weight, []).append(ratio)
+    plain = sum((weight * _dyadic_sum(group) for weight, group in groups.items()), Fraction(0))
+    return Exact(n, m, tuple(plain_weights), total, counted, plain)
 
 
 def rounded(value: Fraction) -> float:
@@ -105,7 +120,7 @@ def decide(exact: Exact) -> Agreement:
     reason: Reason
     if len(exact.counts) == 1:
         reason = "one entry"
-    elif all(n / exact.total == c for n, c in zip(exact.counts, exact.plain_weights, strict=True)):
+    elif _proportional(exact):
         reason = "proportional counts"
     elif not empty and len(set(occupied)) == 1:
         reason = "equal means"
@@ -127,10 +142,21 @@ def decide(exact: Exact) -> Agreement:
     )
 
 
+def _proportional(exact: Exact) -> bool:
+    """``nᵢ/N = cᵢ`` for every entry; with equal weights, simply equal counts."""
+    if len(set(exact.plain_weights)) == 1:
+        return len(set(exact.counts)) == 1
+    return all(
+        Fraction(n) == c * exact.total
+        for n, c in zip(exact.counts, exact.plain_weights, strict=True)
+    )
+
+
 def _only_empties(exact: Exact, empty: tuple[int, ...]) -> bool:
     """Without the empty entries (their plain weight spread over the rest) the two would agree."""
     kept = [i for i in range(len(exact.counts)) if i not in empty]
     share = sum((exact.plain_weights[i] for i in kept), Fraction(0))
-    return all(exact.counts[i] / exact.total == exact.plain_weights[i] / share for i in kept) or (
-        len({exact.means[i] for i in kept}) == 1
+    return (
+        all(Fraction(exact.counts[i]) * share == exact.plain_weights[i] * exact.total for i in kept)
+        or len({exact.means[i] for i in kept}) == 1
     )

@@ -10,7 +10,7 @@ from typing import cast
 
 from app.engine import GradientResult, RingCost, Trajectory
 from app.lab.state import GradientRequest, RingRequest
-from app.lab.worked import column, figures, lines, path_words, ring_words, verdict
+from app.lab.worked import Lines, column, figures, lines, path_words, ring_words, verdict
 from app.numbers import fmt, minus_signs
 
 SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
@@ -171,9 +171,10 @@ def _item_list(values: Sequence[float]) -> str:
     return shown or "none"
 
 
-def _rank_rows(result: GradientResult, state: GradientRequest) -> tuple[RankRow, ...]:
+def _rank_rows(
+    result: GradientResult, state: GradientRequest, worked: Lines
+) -> tuple[RankRow, ...]:
     rows = []
-    worked = lines(result)
     counts = column(result.counts)
     means = column(result.means)
     factors = column(result.scale_factors, exact=True)
@@ -230,7 +231,7 @@ def lab_view(
         difference_formula=worked.difference,
         agree=result.agreement.agree,
         verdict=verdict(result),
-        ranks=_rank_rows(result, state),
+        ranks=_rank_rows(result, state, worked),
         warnings=tuple(minus_signs(text) for text in result.warnings),
         counts_chart=counts_chart(result),
         influence_chart=influence_chart(result),

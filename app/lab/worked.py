@@ -27,6 +27,9 @@ from app.sentences import lab_verdict
 
 # ---- one update ------------------------------------------------------------------------------
 
+# Exact values (the means before rounding) may need more than 17 digits to show apart.
+MOST_DIGITS = 60
+
 
 @dataclass(frozen=True, slots=True)
 class Figures:
@@ -41,18 +44,24 @@ class Figures:
 
 
 def figures(result: GradientResult) -> Figures:
-    g, rank_mean = fmt_distinct((result.global_gradient, result.rank_mean_gradient))
-    w_new, w_new_rank_mean = fmt_distinct((result.w_new, result.w_new_rank_mean))
+    """The means from their exact values (never alike unless equal, never 0 unless 0); the
+    steps as the floats the engine returns, told apart where they differ, and never a "0"
+    where the exact step is not 0."""
+    g, rank_mean = result.agreement.counted, result.agreement.plain
+    w, eta = Fraction(result.w), Fraction(result.eta)
+    shown_g, shown_rank_mean = fmt_distinct((g, rank_mean), most=MOST_DIGITS)
+    steps = ((result.w_new, w - eta * g), (result.w_new_rank_mean, w - eta * rank_mean))
+    digits = distinct_digits([rounded for rounded, _ in steps])
+    w_new, w_new_rank_mean = (
+        fmt(exact if rounded == 0 and exact else rounded, digits) for rounded, exact in steps
+    )
     return Figures(
         N=fmt(result.N),
-        global_gradient=g,
-        rank_mean_gradient=rank_mean,
+        global_gradient=shown_g,
+        rank_mean_gradient=shown_rank_mean,
         w_new=w_new,
         w_new_rank_mean=w_new_rank_mean,
-        # From the exact means: a difference below the float range still prints, not as 0.
-        w_new_difference=fmt(
-            Fraction(result.eta) * (result.agreement.counted - result.agreement.plain)
-        ),
+        w_new_difference=fmt(eta * (g - rank_mean)),
     )
 
 
@@ -69,10 +78,6 @@ class Lines:
     difference: str
     factors: tuple[str, ...]
     compensated_means: tuple[str, ...]
-
-
-# Exact operands (the means before rounding) may need more than 17 digits to show apart.
-MOST_DIGITS = 60
 
 
 def _line(expr: Expr, result: Fraction | float) -> str:
