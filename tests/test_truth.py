@@ -18,7 +18,7 @@ The number of generated states is printed at the end of the module (run with ``-
 """
 
 # The lab writes true minus and times signs; so do the expected strings here.
-# ruff: noqa: RUF001, RUF002
+# ruff: noqa: RUF001, RUF002, RUF003
 
 import re
 from collections import Counter
@@ -586,3 +586,14 @@ def test_subnormal_count_on_the_page_is_an_inline_message(client: TestClient) ->
         "smallest normal float"
         in BeautifulSoup(page.text, "html.parser").select_one("#lab-results").text
     )
+
+
+def test_a_step_below_the_float_range_is_not_printed_as_zero() -> None:
+    # w - η g = 5e-324 - 0.5 × 1.5e-323 is −2.47×10⁻³²⁴ exactly: the float rounds it to −0.
+    result = from_means([1.0], [1.5e-323], eta=0.5, w=5e-324)
+    assert result.w_new == 0.0
+    view = lab_view(result, means_state([1.0], [1.5e-323], 0.5, 5e-324))
+    truth = Fraction(5e-324) - Fraction(1, 2) * Fraction(1.5e-323)
+    check_rounded(view.w_new, truth)
+    assert view.w_new != "0"
+    check_line(view.w_new_formula)
