@@ -19,13 +19,13 @@ from app.lab.view import (
     RIGHT,
     TOP,
     LabView,
-    fmt,
-    fmt_seconds,
     lab_view,
     nice_ceiling,
     nice_range,
     ring_view,
 )
+from app.lab.worked import fmt_seconds
+from app.numbers import fmt
 from tests.lab_states import items_state, means_state, ring_state
 
 LESSON = means_state(counts=(2.0, 6.0), means=(1.0, 3.0), eta=0.1, w=10.0)
@@ -61,7 +61,7 @@ def test_lesson_example_formulas_carry_the_students_numbers() -> None:
     assert view.compensated_formula == "(0.5 + 4.5) / 2 = 2.5"
     assert view.w_new_formula == "10 − 0.1×2.5 = 9.75"
     assert view.w_new_rank_mean_formula == "10 − 0.1×2 = 9.8"
-    assert view.difference_formula == "9.8 − 9.75 = 0.05"
+    assert view.difference_formula == "0.1×(2.5 − 2) = 0.05"
     assert [row.factor_formula for row in view.ranks] == ["2×2 / 8 = 0.5", "2×6 / 8 = 1.5"]
     assert [row.compensated for row in view.ranks] == ["0.5", "4.5"]
     assert not view.agree
@@ -112,6 +112,9 @@ def test_influence_bars_show_the_rank_mean_overweighting_small_ranks() -> None:
     # Under the global mean every item weighs 1/N = 1/8, whatever its rank.
     assert global_.bars[0].height == pytest.approx(global_.bars[1].height)
     assert global_.bars[0].height == pytest.approx(rank_mean.bars[1].height * 12 / 8)
+    # Their values, written above the bars (P ≤ 3), in the lab's one formatting: 1/12 exactly.
+    chart = lesson_view().influence_chart
+    assert [value.text for value in chart.values] == ["0.125", "0.125", "0.25", "1/12"]
 
 
 def test_empty_rank_has_no_bar_height() -> None:
@@ -163,7 +166,7 @@ def test_ring_view_substitutes_the_numbers() -> None:
     assert view.time == "17.64 ms"
     assert view.time_formula.endswith("= 17.64 ms")
     assert "2×(8 − 1)" in view.time_formula
-    assert view.count_time == "140 µs"
+    assert view.count_time == "140.001 µs"
     assert view.overhead == "0.794 %"
 
 
@@ -220,4 +223,5 @@ def test_no_view_text_holds_a_character_html_gives_a_meaning_to(
         views.append(lab_view(result, items, path))
     for view in views:
         for text in texts(view):
-            assert not set(text) & set("<>&\"'"), text
+            # An apostrophe is plain text in element content and in double-quoted attributes.
+            assert not set(text) & set('<>&"'), text

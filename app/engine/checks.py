@@ -2,6 +2,7 @@
 
 import functools
 import math
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import ParamSpec, TypeVar
 
@@ -11,6 +12,9 @@ from numpy.typing import NDArray
 from app.engine.errors import EngineError
 
 FloatArray = NDArray[np.float64]
+# A positive count or weight below the smallest normal float (a subnormal, e.g. 5e-324) would
+# make 1/N or 1/(P·nᵣ) overflow: such values are refused, the same in every form and endpoint.
+SMALLEST_COUNT = sys.float_info.min
 Params = ParamSpec("Params")
 Result = TypeVar("Result")
 
@@ -66,6 +70,15 @@ def finite_floats(
         raise EngineError(field, f"{name} must hold finite numbers only")
     if non_negative and floats and min(floats) < 0:
         raise EngineError(field, f"{name} must not be negative, got {min(floats)!r}")
+    tiny = [i for i, x in enumerate(floats) if 0 < x < SMALLEST_COUNT] if non_negative else []
+    if tiny:
+        index = tiny[0]
+        raise EngineError(
+            field,
+            f"{name}[{index}] = {floats[index]!r} is positive but below"
+            f" {SMALLEST_COUNT!r}, the smallest normal float: 1/N would overflow. Use 0 for"
+            f" no items, or a value of at least {SMALLEST_COUNT!r}",
+        )
     return floats
 
 

@@ -2,19 +2,21 @@
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 import numpy as np
 
 from app.engine.checks import (
     FloatArray,
     as_floats,
-    finite_floats,
     finite_results,
     finite_scalar,
+    finite_vector,
     quiet_overflow,
     ranked_items,
 )
 from app.engine.errors import EngineError, renamed_fields
+from app.engine.verdicts import Agreement, decide, exact_means, rank_weights, rounded
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,7 @@ class GradientResult:
     influence_global: tuple[float, ...]
     influence_rank_mean: tuple[float, ...]
     warnings: tuple[str, ...]
+    agreement: Agreement
 
 
 def empty_warning(label: str, plain: str, divisor: str, given_mean: float = 0.0) -> str:
@@ -55,6 +58,7 @@ def empty_warning(label: str, plain: str, divisor: str, given_mean: float = 0.0)
     return text
 
 
+@quiet_overflow
 def from_means(
     counts: Sequence[float], means: Sequence[float], *, eta: float, w: float
 ) -> GradientResult:
@@ -69,123 +73,79 @@ def from_means(
       ``N = Σ nᵣ``, global item mean ``g = Σ nᵣ ḡᵣ / N``,
       plain rank mean ``(1/P) Σ ḡᵣ`` (an empty rank counts as ḡᵣ = 0),
       scale factors ``P·nᵣ/N`` and compensated means ``P·nᵣ/N · ḡᵣ`` (their mean is g),
-      ``w_new = w - η g``, ``w_new_rank_mean = w - η·rank mean``, and their difference,
+      ``w_new = w - η g``, ``w_new_rank_mean = w - η·rank mean``, and their difference
+      ``w_new_difference = w_new_rank_mean - w_new = η·(g - rank mean)``,
       per-item influence ``1/N`` (global) against ``1/(P·nᵣ)`` (rank mean), 0 for empty ranks.
 
+    The means, N, both steps and the difference are the exact values of the float inputs
+    rounded once (so the difference is exactly 0 whenever the two means are equal);
+    ``agreement`` names the condition that makes them agree, or why they differ.
+
     Raises EngineError (naming the field) for mismatched lengths, non-finite or negative input,
-    ``η <= 0``, or ``N = 0`` ("no valid items in this update").
+    a subnormal count, ``η <= 0``, or ``N = 0`` ("no valid items in this update").
     """
     eta = finite_scalar("eta", eta, positive=True)
     w = finite_scalar("w", w)
-    n = finite_floats("counts", counts, non_negative=True)
-    given = finite_floats("means", means)
-    ranks = len(n)
+    n = finite_vector("counts", counts, non_negative=True)
+    given = finite_vector("means", means)
+    ranks = int(n.size)
     if ranks == 0:
         raise EngineError("counts", "counts must list at least one rank")
-    if len(given) != ranks:
-        raise EngineError("means", f"means has {len(given)} entries but counts has {ranks}")
-    reduced = _reduce_python(n, given) if ranks <= PYTHON_RANKS else _reduce_numpy(n, given)
-    g, rank_mean = reduced.global_gradient, reduced.rank_mean_gradient
-    w_new = w - eta * g
-    w_new_rank_mean = w - eta * rank_mean
-    # eta * (g - rank mean) equals the difference of the two steps without their rounding.
-    w_new_difference = eta * (g - rank_mean)
-    finite_results(
-        "means",
-        global_gradient=g,
-        compensated_means=reduced.compensated,
-        w_new=w_new,
-        w_new_rank_mean=w_new_rank_mean,
-        w_new_difference=w_new_difference,
-    )
-    finite_results("counts", N=reduced.total, influence_rank_mean=reduced.influence_rank_mean)
-    return GradientResult(
-        P=ranks,
-        N=reduced.total,
-        counts=tuple(n),
-        means=as_floats(reduced.means),
-        eta=eta,
-        w=w,
-        global_gradient=g,
-        rank_mean_gradient=rank_mean,
-        scale_factors=as_floats(reduced.scale),
-        compensated_means=as_floats(reduced.compensated),
-        w_new=w_new,
-        w_new_rank_mean=w_new_rank_mean,
-        w_new_difference=w_new_difference,
-        influence_global=as_floats(reduced.influence_global),
-        influence_rank_mean=as_floats(reduced.influence_rank_mean),
-        warnings=tuple(
-            empty_warning(f"rank {r}", "the plain rank mean", f"P = {ranks}", given[r])
-            for r, count in enumerate(n)
-            if count == 0
-        ),
-    )
-
-
-# NumPy's fixed cost per call outweighs its arithmetic on a few values (a lab state has 2 to 8
-# ranks): up to this many ranks ``from_means`` reduces on Python floats. Both paths are held to
-# each other and to exact Fractions in tests/test_engine_small.py.
-PYTHON_RANKS = 16
-
-
-@dataclass(frozen=True, slots=True)
-class _Reduction:
-    """The sums of ``from_means``: N, the means as used (0 for an empty rank), g, rank mean,
-    scale factors, compensated means and per-item influences."""
-
-    total: float
-    means: Sequence[float] | FloatArray
-    global_gradient: float
-    rank_mean_gradient: float
-    scale: Sequence[float] | FloatArray
-    compensated: Sequence[float] | FloatArray
-    influence_global: Sequence[float] | FloatArray
-    influence_rank_mean: Sequence[float] | FloatArray
-
-
-def _require_items(total: float) -> None:
+    if given.size != ranks:
+        raise EngineError("means", f"means has {given.size} entries but counts has {ranks}")
+    total = float(n.sum())
     if total == 0:
         raise EngineError("counts", "no valid items in this update")
-
-
-@quiet_overflow
-def _reduce_numpy(counts: list[float], given: list[float]) -> _Reduction:
-    n, means = np.asarray(counts), np.asarray(given)
-    ranks = n.size
-    total = float(n.sum())
-    _require_items(total)
     empty = n == 0
-    mean = np.where(empty, 0.0, means)
+    mean = np.where(empty, 0.0, given)
+    warnings = [
+        empty_warning(f"rank {r}", "the plain rank mean", f"P = {ranks}", float(given[r]))
+        for r in np.flatnonzero(empty)
+    ]
+
+    # Both means, both steps and their difference from the inputs' exact values, rounded once:
+    # when the two schemes are the same computation their difference is exactly 0.
+    exact = exact_means(n.tolist(), mean.tolist(), rank_weights(ranks))
+    agreement = decide(exact)
+    step, start = Fraction(eta), Fraction(w)
+    global_gradient = rounded(exact.counted)
+    rank_mean_gradient = rounded(exact.plain)
+    total = rounded(exact.total)
     scale = ranks * n / total
+    compensated = scale * mean
+    w_new = rounded(start - step * exact.counted)
+    w_new_rank_mean = rounded(start - step * exact.plain)
+    w_new_difference = rounded(-step * exact.difference)
     occupied = np.where(empty, 1.0, n)
-    return _Reduction(
-        total=total,
-        means=mean,
-        global_gradient=float(np.dot(n, mean) / total),
-        rank_mean_gradient=float(mean.mean()),
-        scale=scale,
-        compensated=scale * mean,
-        influence_global=np.where(empty, 0.0, 1.0 / total),
-        influence_rank_mean=np.where(empty, 0.0, 1.0 / (ranks * occupied)),
+    influence_global = np.where(empty, 0.0, 1.0 / total)
+    influence_rank_mean = np.where(empty, 0.0, 1.0 / (ranks * occupied))
+    finite_results(
+        "means",
+        global_gradient=global_gradient,
+        compensated_means=compensated,
+        w_new=w_new,
+        w_new_rank_mean=w_new_rank_mean,
+        w_new_difference=w_new_difference,
     )
-
-
-def _reduce_python(n: list[float], given: list[float]) -> _Reduction:
-    ranks = len(n)
-    total = sum(n)
-    _require_items(total)
-    mean = [0.0 if count == 0 else g for count, g in zip(n, given, strict=True)]
-    scale = [ranks * count / total for count in n]
-    return _Reduction(
-        total=total,
-        means=mean,
-        global_gradient=sum(count * m for count, m in zip(n, mean, strict=True)) / total,
-        rank_mean_gradient=sum(mean) / ranks,
-        scale=scale,
-        compensated=[s * m for s, m in zip(scale, mean, strict=True)],
-        influence_global=[0.0 if count == 0 else 1.0 / total for count in n],
-        influence_rank_mean=[0.0 if count == 0 else 1.0 / (ranks * count) for count in n],
+    finite_results("counts", N=total, influence_rank_mean=influence_rank_mean)
+    return GradientResult(
+        P=ranks,
+        N=total,
+        counts=as_floats(n),
+        means=as_floats(mean),
+        eta=eta,
+        w=w,
+        global_gradient=global_gradient,
+        rank_mean_gradient=rank_mean_gradient,
+        scale_factors=as_floats(scale),
+        compensated_means=as_floats(compensated),
+        w_new=w_new,
+        w_new_rank_mean=w_new_rank_mean,
+        w_new_difference=w_new_difference,
+        influence_global=as_floats(influence_global),
+        influence_rank_mean=as_floats(influence_rank_mean),
+        warnings=tuple(warnings),
+        agreement=agreement,
     )
 
 
