@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from app.engine import GradientResult, RingCost, Trajectory
+from app.labpictures import NumberLine, number_line
 from app.labquery import ItemsState, LabState, RingState
 
 MINUS = "\u2212"
@@ -141,6 +142,7 @@ class LineChart:
 @dataclass(frozen=True, slots=True)
 class TrajectoryView:
     steps: str
+    start: str
     fixed_point_global: str
     fixed_point_rank_mean: str
     final_global: str
@@ -175,6 +177,7 @@ class LabView:
     counts_chart: BarChart
     influence_chart: BarChart
     trajectory: TrajectoryView | None
+    number_line: NumberLine
     summary: str
 
 
@@ -256,6 +259,7 @@ def lab_view(result: GradientResult, state: LabState, path: Trajectory | None = 
         counts_chart=counts_chart(result),
         influence_chart=influence_chart(result),
         trajectory=trajectory_view(path) if path is not None else None,
+        number_line=number_line(result, fmt),
         summary=(
             f"N {fmt(result.N)}: g {fmt(g)} against the rank mean {fmt(rank_mean)};"
             f" w new {fmt(result.w_new)} against {fmt(result.w_new_rank_mean)}."
@@ -266,16 +270,20 @@ def lab_view(result: GradientResult, state: LabState, path: Trajectory | None = 
 # ---- chart geometry ----------------------------------------------------------------------------
 
 WIDTH, HEIGHT = 360.0, 220.0
-LEFT, RIGHT, TOP, BOTTOM = 44.0, 350.0, 24.0, 190.0
+# Room on the left for a value label of 14-unit type such as "-1000" (a true minus sign), and
+# on the right for half of the last step label.
+LEFT, RIGHT, TOP, BOTTOM = 58.0, 344.0, 24.0, 186.0
 FRAME = Frame(
     view_box=f"0 0 {WIDTH:g} {HEIGHT:g}",
-    left="44",
-    right="350",
-    bottom="190",
-    tick_x="38",
+    left="58",
+    right="344",
+    bottom="186",
+    tick_x="52",
     label_y="206",
-    guide_x="50",
+    guide_x="64",
 )
+# A label's width estimate in viewBox units per character of the 14-unit chart type.
+CHAR_WIDTH = 8.0
 
 
 def _n(value: float) -> str:
@@ -313,6 +321,11 @@ def _rank_ticks(ranks: int) -> tuple[Tick, ...]:
     )
 
 
+def _fitting(text: str, room: float) -> str:
+    """``text`` when it fits in ``room`` viewBox units beside its neighbour, else nothing."""
+    return text if len(text) * CHAR_WIDTH <= room - 2 else ""
+
+
 def counts_chart(result: GradientResult) -> BarChart:
     """Bars of the valid-item count nᵣ per rank."""
     top = nice_ceiling(max(result.counts))
@@ -328,7 +341,7 @@ def counts_chart(result: GradientResult) -> BarChart:
                 width=_n(band * 0.6),
                 height=_n(BOTTOM - y),
                 label=f"rank {r}: n{sub(r)} = {fmt(count)}",
-                value=fmt(count, 4),
+                value=_fitting(fmt(count, 4), band),
                 value_y=_n(y - 4),
                 kind="count",
             )
@@ -364,7 +377,7 @@ def influence_chart(result: GradientResult) -> BarChart:
                     width=_n(band * 0.38),
                     height=_n(BOTTOM - y),
                     label=f"rank {r}, {name}: {fmt(value)}",
-                    value=fmt(value, 3) if result.P <= 3 else "",
+                    value=_fitting(fmt(value, 3), band * 0.38),
                     value_y=_n(y - 4),
                     kind=kind,
                 )
@@ -428,19 +441,31 @@ def trajectory_chart(path: Trajectory) -> LineChart:
         Line(f"{_n(LEFT)},{_n(_y(v, low, high))} {_n(RIGHT)},{_n(_y(v, low, high))}", kind, "")
         for v, kind in zip(fixed, ("global", "rank-mean"), strict=True)
     )
-    # The fixed-point labels sit at the left end, where both curves are still at the start
-    # value; two close fixed points get their labels pushed apart.
+    # The fixed-point labels sit at the left end, on the far side of each guide from the start
+    # value: both curves come from the start and approach their guide from that side, so a
+    # label there never meets a curve. Two close fixed points get their labels pushed apart.
+    start_y = _y(path.w_global[0], low, high)
     y_global, y_rank = _y(fixed[0], low, high), _y(fixed[1], low, high)
-    if abs(y_global - y_rank) < 12:
-        nudge = 6 if y_global > y_rank else -6
-        y_global, y_rank = y_global + nudge, y_rank - nudge
+
+    def away(y: float) -> float:
+        # Text baseline: 17 units below a guide under the start, 5 above one over it.
+        return y + 17 if start_y <= y else y - 5
+
+    label_global, label_rank = away(y_global), away(y_rank)
+    if abs(label_global - label_rank) < 16:
+        nudge = 8 if label_global >= label_rank else -8
+        label_global, label_rank = label_global + nudge, label_rank - nudge
     guide_labels = (
-        Tick(_n(y_global - 3), f"global → {fmt(fixed[0])}", "global"),
-        Tick(_n(y_rank - 3), f"rank mean → {fmt(fixed[1])}", "rank-mean"),
+        Tick(_n(min(max(label_global, TOP), BOTTOM - 2)), f"global → {fmt(fixed[0])}", "global"),
+        Tick(
+            _n(min(max(label_rank, TOP), BOTTOM - 2)), f"rank mean → {fmt(fixed[1])}", "rank-mean"
+        ),
     )
     middle = path.steps // 2
+    # The last step label ends at the right edge of the plot, so it is never cut off.
     step_ticks = tuple(
-        Tick(_n(_x_step(k, path.steps)), str(k)) for k in sorted({0, middle, path.steps})
+        Tick(_n(_x_step(k, path.steps)), str(k), "end" if k == path.steps and k else "middle")
+        for k in sorted({0, middle, path.steps})
     )
     return LineChart(
         title="w over the SGD steps",
@@ -462,6 +487,7 @@ def trajectory_chart(path: Trajectory) -> LineChart:
 def trajectory_view(path: Trajectory) -> TrajectoryView:
     return TrajectoryView(
         steps=str(path.steps),
+        start=fmt(path.w_global[0]),
         fixed_point_global=fmt(path.fixed_point_global),
         fixed_point_rank_mean=fmt(path.fixed_point_rank_mean),
         final_global=fmt(path.w_global[-1]),

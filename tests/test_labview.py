@@ -13,12 +13,15 @@ from app.labview import (
     RIGHT,
     TOP,
     LabView,
+    counts_chart,
     fmt,
     fmt_seconds,
+    influence_chart,
     lab_view,
     nice_ceiling,
     nice_range,
     ring_view,
+    trajectory_chart,
 )
 
 LESSON = MeansState(counts=(2.0, 6.0), means=(1.0, 3.0), eta=0.1, w=10.0)
@@ -154,3 +157,42 @@ def test_ring_view_substitutes_the_numbers() -> None:
 )
 def test_fmt_seconds(seconds: float, text: str) -> None:
     assert fmt_seconds(seconds) == text
+
+
+CHAR = 8.0  # viewBox units per character of the charts' 14-unit type (generous for digits)
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4, 8])
+def test_bar_value_labels_never_overlap_their_neighbours(ranks: int) -> None:
+    # P = 3 used to print "0.06670.0667": two labels wider than the bars they sit on.
+    counts = tuple(float(c) for c in (2, 6, 3, 5, 7, 1, 4, 8)[:ranks])
+    result = from_means(counts, (1.0,) * ranks, eta=0.1, w=10.0)
+    for chart in (influence_chart(result), counts_chart(result)):
+        spans = sorted(
+            (float(bar.cx) - len(bar.value) * CHAR / 2, float(bar.cx) + len(bar.value) * CHAR / 2)
+            for bar in chart.bars
+            if bar.value
+        )
+        for (_, right), (left, _) in zip(spans, spans[1:], strict=False):
+            assert right <= left, chart.title
+
+
+def test_trajectory_labels_fit_the_frame_and_keep_their_minus_sign() -> None:
+    path = trajectory([[-900.0, -900.0], [-700.0] * 6], eta=0.1, w=10.0, steps=1000)
+    chart = trajectory_chart(path)
+    assert any(t.label.startswith("\N{MINUS SIGN}") for t in chart.ticks)
+    for tick in chart.ticks:  # right-aligned at tick_x: the whole label left of it, inside
+        assert float(chart.frame.tick_x) - len(tick.label) * CHAR >= 0, tick.label
+    last = chart.step_ticks[-1]
+    assert last.label == "1000"
+    assert last.kind == "end"
+    assert float(last.at) <= 360
+
+
+def test_trajectory_fixed_point_labels_sit_away_from_the_start() -> None:
+    # The curves come down from w = 10 towards 8 and 7.5: each label goes under its guide.
+    path = trajectory([[9.0, 9.0], [7.0] * 6], eta=0.1, w=10.0, steps=30)
+    chart = trajectory_chart(path)
+    guides = {g.kind: float(g.points.split()[0].split(",")[1]) for g in chart.guides}
+    for label in chart.guide_labels:
+        assert float(label.at) > guides[label.kind], label.label

@@ -11,6 +11,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.engine import EngineError, from_items, from_means, ring_allreduce, trajectory
+from app.labpictures import implied_path
 from app.labquery import (
     FieldError,
     LabState,
@@ -99,6 +100,7 @@ PAGE_ROUTE = "lesson_page"
 # The lab answers one URL three ways: whole page, whole lab, or results only.
 VARY = "HX-Request, HX-Target"
 STATE_URL_HEADER = "X-Lab-Url"
+PRESENT_PARAM = "present"
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,8 @@ def lab_panel(query: Mapping[str, str]) -> LabPanel:
         return LabPanel(parsed, None, parsed.errors, ())
     try:
         if isinstance(state, MeansState):
-            view = lab_view(from_means(state.counts, state.means, eta=state.eta, w=state.w), state)
+            result = from_means(state.counts, state.means, eta=state.eta, w=state.w)
+            view = lab_view(result, state, implied_path(state))
         else:
             result = from_items(state.targets, state.weights, eta=state.eta, w=state.w)
             path = trajectory(
@@ -190,6 +193,8 @@ def page_context(query: Mapping[str, str]) -> dict[str, Any]:
         "lab_query": lab.query,
         "lab_state": lab.state,
         "lab_status_code": 422 if lab.errors or ring.errors else 200,
+        # Presenter mode (?present=1): large type, the lab full width, the lesson folded away.
+        "presenting": query.get(PRESENT_PARAM) == "1",
     }
 
 
@@ -225,6 +230,7 @@ def render_lab(request: Request, whole: bool) -> Response:
     context["oob_status"] = True
     context["oob_ranks"] = panel.parsed.resized
     context["oob_carry"] = panel.view is not None
+    context["oob_rest"] = True
     return fragment(request, "_lab_results.html", context, status, url)
 
 
