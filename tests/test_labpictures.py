@@ -13,7 +13,7 @@ LESSON = MeansState(counts=(2.0, 6.0), means=(1.0, 3.0), eta=0.1, w=10.0)
 
 
 def test_the_means_imply_the_lessons_targets_and_fixed_points() -> None:
-    # ḡ_r = w − ȳ_r at w = 10: means 1 and 3 are targets 9 and 7, the lesson's items example,
+    # ḡ_r = w - ȳ_r at w = 10: means 1 and 3 are targets 9 and 7, the lesson's items example,
     # whose fixed points are 7.5 (every item) and 8 (every rank).
     path = implied_path(LESSON, steps=30)
     assert path.fixed_point_global == pytest.approx(float(Fraction(2 * 9 + 6 * 7, 8)))
@@ -28,7 +28,7 @@ def test_an_empty_rank_is_dropped_by_the_global_path_and_still_slows_the_rank_me
     path = implied_path(state, steps=1)
     assert path.fixed_point_global == pytest.approx(7.5)
     assert path.fixed_point_rank_mean == pytest.approx(8.0)
-    # One rank-mean step: w − η·(1/3)·(1 + 3 + 0) = 10 − 0.4/3.
+    # One rank-mean step: w - η·(1/3)·(1 + 3 + 0) = 10 - 0.4/3.
     assert path.w_rank_mean[1] == pytest.approx(float(10 - Fraction(1, 10) * Fraction(4, 3)))
 
 

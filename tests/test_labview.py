@@ -3,6 +3,8 @@
 # The lab writes true minus and times signs; the expected strings spell them the same way.
 # ruff: noqa: RUF001
 
+from itertools import pairwise
+
 import pytest
 
 from app.engine import from_items, from_means, ring_allreduce, trajectory
@@ -173,7 +175,7 @@ def test_bar_value_labels_never_overlap_their_neighbours(ranks: int) -> None:
             for bar in chart.bars
             if bar.value
         )
-        for (_, right), (left, _) in zip(spans, spans[1:], strict=False):
+        for (_, right), (left, _) in pairwise(spans):
             assert right <= left, chart.title
 
 
