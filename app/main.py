@@ -8,8 +8,9 @@ from fastapi import FastAPI
 from starlette.middleware.gzip import GZipMiddleware
 
 from app.confirm.service import ConfirmService
+from app.lab import routes as lab
 from app.lesson.loader import LessonLoadError, load_lesson
-from app.routes import api, confirm, health, lab, pages
+from app.routes import api, confirm, health, pages
 from app.security import SecurityHeadersMiddleware
 from app.settings import Settings, get_settings
 from app.templating import AssetFiles
@@ -42,8 +43,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
-    # Innermost: kept lab fragments go out through the gzip and security headers below.
-    app.add_middleware(lab.KeptFragments)
     app.add_middleware(GZipMiddleware, minimum_size=500)
     app.add_middleware(SecurityHeadersMiddleware)
     app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")

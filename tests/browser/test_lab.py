@@ -150,8 +150,8 @@ def test_bad_input_shows_an_inline_message_and_keeps_the_address(
 @pytest.mark.parametrize(
     ("label", "typed", "field"),
     [
-        ("rank 1 count", "65", "lab-count-1"),
-        ("number of ranks P", "9", "lab-P"),
+        ("rank 1 count", "-1", "lab-count-1"),
+        ("number of ranks P", "0", "lab-P"),
         ("learning rate η", "0", "lab-eta"),
         ("rank 0 local mean", "10e", "lab-mean-0"),
         ("parameter w", "", "lab-w"),
@@ -274,3 +274,16 @@ def test_preset_link_loads_its_state_and_keeps_the_keyboard_there(
     page.wait_for_url("**/?counts=2,6,0&means=1,3,0&eta=0.1&w=10#lab")
     expect(page.get_by_role("link", name="An empty rank")).to_be_focused()
     expect(page.locator("#lab-ranks .lab-rank")).to_have_count(3)
+
+
+def test_a_count_past_the_slider_is_valid_and_says_so_at_once(
+    live_server: LiveServer, page: Any
+) -> None:
+    page.goto(f"{live_server.url}/?{LESSON}")
+    count = page.get_by_role("spinbutton", name="rank 1 count", exact=True)
+    count.fill("65")
+    expect(figure(page, "N")).to_have_text("67")
+    expect(page.locator('[data-note="beyond-sliders"]')).to_contain_text("65")
+    expect(count).not_to_have_attribute("aria-invalid", "true")
+    count.fill("6")
+    expect(page.locator('[data-note="beyond-sliders"]')).to_have_count(0)

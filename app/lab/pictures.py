@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from app.engine import GradientResult, Trajectory, trajectory
-from app.labquery import DEFAULT_STEPS, MeansState
+from app.lab.query import DEFAULT_STEPS
+from app.lab.state import GradientRequest
 
 LINE_WIDTH, LINE_HEIGHT = 360.0, 150.0
 LINE_LEFT, LINE_RIGHT = 24.0, 336.0
@@ -145,13 +146,14 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
     )
 
 
-def implied_path(state: MeansState, steps: int = DEFAULT_STEPS) -> Trajectory:
+def implied_path(state: GradientRequest, steps: int = DEFAULT_STEPS) -> Trajectory:
     """SGD under both schemes for the mean targets the counts-and-means state implies.
 
     With the lesson's loss ``½(w - y)²`` a rank's mean gradient at w is ``w - ȳᵣ``, so a local
     mean ``ḡᵣ`` at the state's ``w`` means a mean target ``ȳᵣ = w - ḡᵣ``; each rank is one
     target weighted by its count (a count of 0 is an empty rank).
     """
-    targets = [(state.w - mean,) for mean in state.means]
-    weights = [(count,) for count in state.counts]
+    counts, means = state.counts or [], state.means or []
+    targets = [[state.w - mean] for mean in means]
+    weights = [[count] for count in counts]
     return trajectory(targets, weights, eta=state.eta, w=state.w, steps=steps)

@@ -5,11 +5,11 @@ from fractions import Fraction
 import pytest
 
 from app.engine import from_means
-from app.labpictures import AXIS_Y, DOT_RADIUS, LINE_WIDTH, implied_path, number_line
-from app.labquery import MeansState
-from app.labview import fmt
+from app.lab.pictures import AXIS_Y, DOT_RADIUS, LINE_WIDTH, implied_path, number_line
+from app.lab.view import fmt
+from tests.lab_states import means_state
 
-LESSON = MeansState(counts=(2.0, 6.0), means=(1.0, 3.0), eta=0.1, w=10.0)
+LESSON = means_state(counts=(2.0, 6.0), means=(1.0, 3.0), eta=0.1, w=10.0)
 
 
 def test_the_means_imply_the_lessons_targets_and_fixed_points() -> None:
@@ -24,7 +24,7 @@ def test_the_means_imply_the_lessons_targets_and_fixed_points() -> None:
 
 
 def test_an_empty_rank_is_dropped_by_the_global_path_and_still_slows_the_rank_mean() -> None:
-    state = MeansState(counts=(2.0, 6.0, 0.0), means=(1.0, 3.0, 0.0), eta=0.1, w=10.0)
+    state = means_state(counts=(2.0, 6.0, 0.0), means=(1.0, 3.0, 0.0), eta=0.1, w=10.0)
     path = implied_path(state, steps=1)
     assert path.fixed_point_global == pytest.approx(7.5)
     assert path.fixed_point_rank_mean == pytest.approx(8.0)
