@@ -79,6 +79,7 @@
       status.textContent = first.textContent;
     }
     setStale(Boolean(hasResults));
+    markConfirm(null);
     markInvalid(document.getElementById("lab-form"), problems);
     return Boolean(hasResults);
   }
@@ -178,6 +179,23 @@
     return clean + (clean.indexOf("?") < 0 ? "?" : "&") + "present=1";
   }
 
+  // A real torch.distributed result belongs to the inputs it ran with: once the lab's state
+  // differs (or is invalid), it says so and asks for a new run.
+  function markConfirm(query) {
+    var result = document.querySelector('#confirm [data-confirm="result"]');
+    if (!result) {
+      return;
+    }
+    var ran = result.dataset.query || "";
+    var same = query !== null && ran !== "" &&
+      (query === ran || query.indexOf(ran + "&") === 0);
+    result.classList.toggle("confirm-stale", !same);
+    var note = result.querySelector(".confirm-stale-note");
+    if (note) {
+      note.hidden = same;
+    }
+  }
+
   function showState(url) {
     var share = document.querySelector("#lab [data-copy-link]");
     var shareUrl = url.replace(/([?&])present=1(&|$)/, function (match, before, after) {
@@ -187,6 +205,7 @@
       share.href = shareUrl + "#lab";
     }
     var query = shareUrl.split("?")[1] || "";
+    markConfirm(query);
     document.querySelectorAll("#lab .lab-presets a").forEach(function (link) {
       var linkQuery = (link.getAttribute("href").split("#")[0].split("?")[1]) || "";
       if (linkQuery === query) {
