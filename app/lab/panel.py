@@ -64,6 +64,36 @@ PRESETS = (
         "&weights=1,1,1,1,1,1,1,1;1,1,0,0,0,0,0,0&eta=0.1&w=10&steps=30",
     ),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class LabLink:
+    """A lab state that shows what a part of the lesson says: its query, anchor and a note."""
+
+    query: str
+    anchor: str
+    note: str
+
+
+LESSON_EXAMPLE = "counts=2,6&means=1,3&eta=0.1&w=10"
+# "See it in the lab" from the worked example and each question, by the lesson's section ids.
+LESSON_LINKS = {
+    "section-6": LabLink(
+        LESSON_EXAMPLE, "lab", "the worked example, counts 2 and 6, means 1 and 3"
+    ),
+    "section-11": LabLink(
+        LESSON_EXAMPLE, "lab", "counts 2 and 6, means 1 and 3: compare g with the plain rank mean"
+    ),
+    "section-12": LabLink(
+        LESSON_EXAMPLE, "lab", "the per-rank table gives each rank's factor P·nᵣ/N"
+    ),
+    "section-13": LabLink(
+        LESSON_EXAMPLE,
+        "confirm",
+        "run it on real torch.distributed: the replicas agree with each other in every run,"
+        " and the default run still misses the reference",
+    ),
+}
 MODES = (
     ("means", "Counts and means", PRESETS[0].query),
     ("items", "Items and weights", PRESETS[3].query),
@@ -177,6 +207,7 @@ def page_context(query: Mapping[str, str]) -> dict[str, Any]:
         "lab_modes": MODES,
         "lab_limits": LIMITS,
         "lab_page_route": PAGE_ROUTE,
+        "lab_links": LESSON_LINKS,
         # For the confirmation panel: the canonical lab query ("" while the input is invalid)
         # and the validated state (None while invalid).
         "lab_query": lab.query,
