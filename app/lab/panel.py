@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 from app.engine import EngineError, from_items, from_means, ring_allreduce, trajectory
+from app.lab import accumulation
 from app.lab.fields import FieldError, engine_error
 from app.lab.pictures import implied_path
 from app.lab.query import (
@@ -126,8 +127,12 @@ class Panel(Generic[ParsedT, ViewT]):
         return next((e for e in self.errors if e.input_id == input_id), None)
 
 
+@dataclass(frozen=True)
 class LabPanel(Panel[ParsedLab, LabView]):
-    """The gradient lab."""
+    """The gradient lab; in the items form also its gradient accumulation over microbatches."""
+
+    acc_m: str = str(accumulation.DEFAULT)
+    window: accumulation.AccumulationView | None = None
 
     @property
     def state(self) -> GradientRequest | None:
@@ -179,8 +184,12 @@ def lab_panel(query: Mapping[str, str]) -> LabPanel:
     """Validate the lab state and run the engine on it."""
     parsed = parse_lab(query)
     state = parsed.state
-    if state is None:
-        return LabPanel(parsed, None, parsed.errors, ())
+    acc_raw, acc_m, acc_error = accumulation.read(query)
+    acc_errors = (acc_error,) if acc_error and parsed.form.mode == "items" else ()
+    if state is None or acc_errors:
+        return LabPanel(parsed, None, (*parsed.errors, *acc_errors), (), acc_raw)
+    extra: list[tuple[str, str]] = []
+    window = None
     try:
         if state.counts is not None:
             result = from_means(state.counts, state.means or [], eta=state.eta, w=state.w)
@@ -191,9 +200,13 @@ def lab_panel(query: Mapping[str, str]) -> LabPanel:
             result = from_items(targets, weights, eta=state.eta, w=state.w)
             path = trajectory(targets, weights, eta=state.eta, w=state.w, steps=state.steps or 0)
             view = lab_view(result, state, path)
+            m = acc_m or accumulation.DEFAULT
+            window = accumulation.view(accumulation.run(state, m))
+            extra = accumulation.pairs(m)
     except EngineError as exc:
-        return LabPanel(parsed, None, (engine_error(exc),), ())
-    return LabPanel(parsed, view, (), tuple(lab_query_pairs(state)))
+        return LabPanel(parsed, None, (engine_error(exc),), (), acc_raw)
+    pairs = (*lab_query_pairs(state), *extra)
+    return LabPanel(parsed, view, (), pairs, acc_raw, window)
 
 
 def page_context(query: Mapping[str, str]) -> dict[str, Any]:

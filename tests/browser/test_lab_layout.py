@@ -70,7 +70,8 @@ ITEMS_CASES = [
     ),
     ("lab-eta", "0.2", from_items([[9, 9], [7] * 6], [[1, 1], ONES], F(1, 5), F(10))),
     ("lab-w", "8", from_items([[9, 9], [7] * 6], [[1, 1], ONES], F(1, 10), F(8))),
-    # The number of SGD steps leaves this update as it is: it must still be in sight.
+    # The number of SGD steps and of microbatches leave this update as it is: still in sight.
+    ("lab-acc-m", "3", from_items([[9, 9], [7] * 6], [[1, 1], ONES], F(1, 10), F(10))),
     ("lab-steps", "10", from_items([[9, 9], [7] * 6], [[1, 1], ONES], F(1, 10), F(10))),
 ]
 
