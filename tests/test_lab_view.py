@@ -197,4 +197,39 @@ def test_trajectory_fixed_point_labels_sit_away_from_the_start() -> None:
     chart = trajectory_chart(path)
     guides = {g.kind: float(g.points.split()[0].split(",")[1]) for g in chart.guides}
     for label in chart.guide_labels:
-        assert float(label.at) > guides[label.kind], label.label
+        assert float(label.y) > guides[label.kind], label.label
+
+
+def _curve_points(chart: object) -> list[tuple[float, float]]:
+    points = []
+    for line in chart.lines:  # type: ignore[attr-defined]
+        pairs = [tuple(map(float, p.split(","))) for p in line.points.split()]
+        for (xa, ya), (xb, yb) in pairwise(pairs):
+            points += [(xa + (xb - xa) * t / 20, ya + (yb - ya) * t / 20) for t in range(21)]
+    return points
+
+
+@pytest.mark.parametrize(
+    ("targets", "weights", "eta", "steps"),
+    [
+        # Heavy padding: the rank-mean curve falls past the global guide (8.6) on its way to 8.
+        ([[9.0] * 8, [7.0, 7.0] + [0.0] * 6], [[1.0] * 8, [1.0, 1.0] + [0.0] * 6], 0.1, 30),
+        ([[9.0, 9.0], [7.0] * 6], None, 0.1, 30),
+        ([[9.0, 9.0], [7.0] * 6], None, 1.5, 10),  # oscillating
+        ([[12.0], [-3.0] * 3, [5.0]], None, 0.3, 1),  # one step: two points far apart
+    ],
+)
+def test_fixed_point_labels_never_meet_a_curve_or_each_other(
+    targets: list[list[float]], weights: list[list[float]] | None, eta: float, steps: int
+) -> None:
+    chart = trajectory_chart(trajectory(targets, weights, eta=eta, w=10.0, steps=steps))
+    boxes = []
+    for label in chart.guide_labels:
+        x0, baseline = float(label.x), float(label.y)
+        box = (x0, x0 + len(label.label) * CHAR, baseline - 11, baseline + 3)
+        boxes.append(box)
+        assert 0 <= box[0] and box[1] <= 360, label.label
+        for x, y in _curve_points(chart):
+            assert not (box[0] <= x <= box[1] and box[2] <= y <= box[3]), (label.label, x, y)
+    (a, b) = boxes
+    assert a[1] < b[0] or b[1] < a[0] or a[3] < b[2] or b[3] < a[2]

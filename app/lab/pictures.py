@@ -10,6 +10,7 @@ from typing import Protocol
 
 from app.engine import GradientResult, Trajectory, trajectory
 from app.lab.query import DEFAULT_STEPS
+from app.lab.scale import nice_ceiling
 from app.lab.state import GradientRequest
 
 LINE_WIDTH, LINE_HEIGHT = 360.0, 150.0
@@ -127,7 +128,12 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
         text = f"{name} {fmt(value)}"
         label_x, anchor = _label_x(x(value), text)
         markers.append(Marker(_n(x(value)), text, _n(label_x), _n(label_y), anchor, kind))
-    ticks = tuple((_n(x(v)), fmt(v, 3)) for v in (low, high))
+    # Round values along the axis (about four steps), never the padded ends themselves.
+    step = nice_ceiling((high - low) / 4)
+    first = math.ceil(low / step)
+    ticks = tuple(
+        (_n(x(k * step)), fmt(k * step, 4)) for k in range(first, math.floor(high / step) + 1)
+    )
     dots_text = "; ".join(d.title for d in dots)
     return NumberLine(
         title="The rank means on a number line",

@@ -7,10 +7,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 from typing import cast
 
 from app.engine import GradientResult, RingCost, Trajectory
 from app.lab.pictures import NumberLine, number_line
+from app.lab.scale import nice_ceiling
 from app.lab.state import GradientRequest, RingRequest
 
 MINUS = "\u2212"
@@ -129,13 +131,23 @@ class Line:
 
 
 @dataclass(frozen=True, slots=True)
+class GuideLabel:
+    """A fixed point's label on the line chart: where its text starts, and what it says."""
+
+    x: str
+    y: str
+    label: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
 class LineChart:
     title: str
     description: str
     frame: Frame
     lines: tuple[Line, ...]
     guides: tuple[Line, ...]
-    guide_labels: tuple[Tick, ...]
+    guide_labels: tuple[GuideLabel, ...]
     ticks: tuple[Tick, ...]
     step_ticks: tuple[Tick, ...]
 
@@ -294,17 +306,6 @@ def _n(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def nice_ceiling(value: float) -> float:
-    """The smallest of 1, 2, 2.5, 5 times 10ᵏ at or above ``value`` (1 when ``value`` ≤ 0)."""
-    if value <= 0 or not math.isfinite(value):
-        return 1.0
-    power = 10.0 ** math.floor(math.log10(value))
-    for step in (1.0, 2.0, 2.5, 5.0, 10.0):
-        if step * power >= value * (1 - 1e-12):
-            return step * power
-    return 10.0 * power
-
-
 def _y(value: float, low: float, high: float) -> float:
     span = high - low or 1.0
     return BOTTOM - (value - low) / span * (BOTTOM - TOP)
@@ -425,6 +426,78 @@ def _range_ticks(low: float, high: float, step: float) -> tuple[Tick, ...]:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Box:
+    """A label's box in viewBox units: left and right, text baseline, top and bottom."""
+
+    x0: float
+    x1: float
+    baseline: float
+
+    @property
+    def top(self) -> float:
+        return self.baseline - 11  # the 14-unit type's ascent
+
+    @property
+    def bottom(self) -> float:
+        return self.baseline + 3
+
+    def holds(self, x: float, y: float) -> bool:
+        return self.x0 - 2 <= x <= self.x1 + 2 and self.top - 2 <= y <= self.bottom + 2
+
+    def meets(self, other: "Box") -> bool:
+        return not (
+            self.x1 < other.x0
+            or other.x1 < self.x0
+            or self.bottom < other.top
+            or other.bottom < self.top
+        )
+
+
+def _dense(track: Sequence[tuple[float, float]], spacing: float = 3.0) -> list[tuple[float, float]]:
+    """Points along a polyline no further apart (in x) than ``spacing``."""
+    dense = list(track[:1])
+    for (xa, ya), (xb, yb) in pairwise(track):
+        parts = max(1, math.ceil((xb - xa) / spacing))
+        dense += [
+            (xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts) for t in range(1, parts + 1)
+        ]
+    return dense
+
+
+def place_label(
+    text: str,
+    guide_y: float,
+    start_y: float,
+    tracks: Sequence[Sequence[tuple[float, float]]],
+    guide_ys: Sequence[float],
+    placed: Sequence[Box],
+) -> Box:
+    """Where a fixed point's label goes: beside its guide, clear of both curves, the other
+    guide and the labels already placed. Tried in order: the side of the guide away from the
+    start value (where its own curve never goes), at the left, middle and right of the plot;
+    then the other side; then the margin above the plot."""
+    width = len(text) * CHAR_WIDTH
+    below, above = guide_y + 15, guide_y - 5
+    sides = (below, above) if start_y <= guide_y else (above, below)
+    points = [point for track in tracks for point in _dense(track)]
+    candidates = [
+        Box(x0, x0 + width, min(max(baseline, TOP + 11), BOTTOM - 3))
+        for baseline in sides
+        for x0 in (LEFT + 6, LEFT + (RIGHT - LEFT - width) / 2, RIGHT - width - 2)
+    ]
+    # Last resort (curves everywhere, e.g. an oscillating run): the margin above the plot,
+    # where no curve goes, told apart by colour.
+    candidates += [Box(x0, x0 + width, TOP - 8) for x0 in (LEFT, RIGHT - width)]
+    for box in candidates:
+        crossed = any(box.top - 1 <= y <= box.bottom + 1 for y in guide_ys)
+        if crossed or any(box.meets(other) for other in placed):
+            continue
+        if not any(box.holds(x, y) for x, y in points):
+            return box
+    return candidates[0]
+
+
 def trajectory_chart(path: Trajectory) -> LineChart:
     """w over the SGD steps under both schemes, with each scheme's fixed point as a guide."""
     fixed = (path.fixed_point_global, path.fixed_point_rank_mean)
@@ -444,26 +517,22 @@ def trajectory_chart(path: Trajectory) -> LineChart:
         Line(f"{_n(LEFT)},{_n(_y(v, low, high))} {_n(RIGHT)},{_n(_y(v, low, high))}", kind, "")
         for v, kind in zip(fixed, ("global", "rank-mean"), strict=True)
     )
-    # The fixed-point labels sit at the left end, on the far side of each guide from the start
-    # value: both curves come from the start and approach their guide from that side, so a
-    # label there never meets a curve. Two close fixed points get their labels pushed apart.
+    tracks = [
+        [(_x_step(k, path.steps), _y(v, low, high)) for k, v in enumerate(ws)]
+        for ws in (path.w_global, path.w_rank_mean)
+    ]
+    guide_ys = [_y(v, low, high) for v in fixed]
     start_y = _y(path.w_global[0], low, high)
-    y_global, y_rank = _y(fixed[0], low, high), _y(fixed[1], low, high)
-
-    def away(y: float) -> float:
-        # Text baseline: 17 units below a guide under the start, 5 above one over it.
-        return y + 17 if start_y <= y else y - 5
-
-    label_global, label_rank = away(y_global), away(y_rank)
-    if abs(label_global - label_rank) < 16:
-        nudge = 8 if label_global >= label_rank else -8
-        label_global, label_rank = label_global + nudge, label_rank - nudge
-    guide_labels = (
-        Tick(_n(min(max(label_global, TOP), BOTTOM - 2)), f"global → {fmt(fixed[0])}", "global"),
-        Tick(
-            _n(min(max(label_rank, TOP), BOTTOM - 2)), f"rank mean → {fmt(fixed[1])}", "rank-mean"
-        ),
-    )
+    placed: list[Box] = []
+    labels = []
+    for value, kind, name, guide_y in zip(
+        fixed, ("global", "rank-mean"), ("global", "rank mean"), guide_ys, strict=True
+    ):
+        text = f"{name} → {fmt(value)}"
+        box = place_label(text, guide_y, start_y, tracks, guide_ys, placed)
+        placed.append(box)
+        labels.append(GuideLabel(_n(box.x0), _n(box.baseline), text, kind))
+    guide_labels = tuple(labels)
     middle = path.steps // 2
     # The last step label ends at the right edge of the plot, so it is never cut off.
     step_ticks = tuple(
