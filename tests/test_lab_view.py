@@ -228,7 +228,8 @@ def test_fixed_point_labels_never_meet_a_curve_or_each_other(
         x0, baseline = float(label.x), float(label.y)
         box = (x0, x0 + len(label.label) * CHAR, baseline - 11, baseline + 3)
         boxes.append(box)
-        assert 0 <= box[0] and box[1] <= 360, label.label
+        assert box[0] >= 0, label.label
+        assert box[1] <= 360, label.label
         for x, y in _curve_points(chart):
             assert not (box[0] <= x <= box[1] and box[2] <= y <= box[3]), (label.label, x, y)
     (a, b) = boxes
