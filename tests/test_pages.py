@@ -293,11 +293,9 @@ def test_uploaded_file_as_choice_is_refused(fresh: TestClient) -> None:
     assert "not a file" in response.text
 
 
-def test_get_on_quiz_url_goes_to_the_questions(fresh: TestClient) -> None:
-    # A reload or bookmark of the old /quiz address: the lesson at its first question.
-    response = fresh.get("/quiz", follow_redirects=False)
-    assert response.status_code == 303
-    assert response.headers["location"] == "/#section-11"
+def test_get_on_quiz_url_is_not_allowed(fresh: TestClient) -> None:
+    # The address never becomes /quiz (answers redirect to the page), so nothing links to a GET.
+    assert fresh.get("/quiz").status_code == 405
 
 
 def test_feedback_survives_a_reload(fresh: TestClient) -> None:

@@ -154,12 +154,3 @@ async def answer_quiz(request: Request) -> Response:
                 secure=secure,
             )
     return response
-
-
-@router.get("/quiz", include_in_schema=False)
-async def quiz_get(request: Request) -> Response:
-    """An old /quiz address (a reload, a bookmark): the lesson page, at the first question."""
-    page = str(request.app.url_path_for("lesson_page"))
-    questions = lesson_page.rendered(request).questions
-    at = f"#{questions[0].question.id}" if questions else ""
-    return RedirectResponse(page + at, status_code=303)
