@@ -113,10 +113,11 @@
     if (!url) {
       return;
     }
-    url = withPresent(url);
     showState(url);
     clearTimeout(urlTimer);
     urlTimer = setTimeout(function () {
+      // Presenter mode as it is when the address is written (it may have been left since).
+      url = withPresent(url);
       if (url === location.pathname + location.search) {
         return;
       }

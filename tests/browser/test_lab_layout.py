@@ -231,7 +231,7 @@ def test_presenter_mode_folds_the_lesson_and_widens_the_lab(
         assert size >= 40
         # The flag survives a change of state, and the toggle leaves the mode without a reload.
         page.locator("#lab-count-1").fill("2")
-        page.wait_for_url("**present=1#lab")
+        page.wait_for_url("**counts=2,2**present=1#lab")
         page.get_by_role("link", name="Leave presenter mode").click()
         expect(page.locator(".lesson-header")).to_be_visible()
         expect(page).not_to_have_url(re.compile(r"present=1"))
