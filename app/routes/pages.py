@@ -140,17 +140,19 @@ async def answer_quiz(request: Request) -> Response:
     response.headers["Cache-Control"] = PERSONAL
     if status == 200:
         secret = request.app.state.settings.secret_key
-        secure = request.url.scheme == "https"
+        lesson_id = request.app.state.lesson.record.id
         for name, value in (
-            (SCORE_COOKIE, sign_results(results, secret)),
+            (SCORE_COOKIE, sign_results(results, secret, lesson_id)),
             (ATTEMPTS_COOKIE, sign_log(log, secret)),
         ):
             response.set_cookie(
                 name,
                 value,
+                # Each lesson of a course keeps its own score and attempts, under its own address.
+                path=request.scope.get("root_path", "") + "/",
                 max_age=SCORE_COOKIE_AGE,
                 httponly=True,
                 samesite="lax",
-                secure=secure,
+                secure=request.url.scheme == "https",
             )
     return response
