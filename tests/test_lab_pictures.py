@@ -6,7 +6,7 @@ import pytest
 
 from app.engine import from_means
 from app.lab.pictures import AXIS_Y, DOT_RADIUS, LINE_WIDTH, implied_path, number_line
-from app.lab.view import fmt
+from app.numbers import fmt
 from tests.lab_states import means_state
 
 LESSON = means_state(counts=(2.0, 6.0), means=(1.0, 3.0), eta=0.1, w=10.0)

@@ -13,7 +13,7 @@ from typing import cast
 from app.engine import AccumulationResult, accumulate
 from app.lab.fields import FieldError
 from app.lab.state import GradientRequest
-from app.lab.view import fmt
+from app.numbers import fmt
 
 PARAM = "acc_m"
 INPUT_ID = "lab-acc-m"
