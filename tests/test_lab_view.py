@@ -7,6 +7,7 @@ import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import fields, is_dataclass
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -19,10 +20,13 @@ from app.lab.view import (
     RIGHT,
     TOP,
     LabView,
+    counts_chart,
+    influence_chart,
     lab_view,
     nice_ceiling,
     nice_range,
     ring_view,
+    trajectory_chart,
 )
 from app.lab.worked import fmt_seconds
 from app.numbers import fmt
@@ -94,9 +98,10 @@ def test_count_bars_are_proportional_and_inside_the_frame() -> None:
 
 
 def test_a_series_path_draws_each_bar_from_its_top_down_to_the_axis() -> None:
-    """``M x 190 V y h width V 190 z`` per bar, at the bar's own numbers (to 0.1 unit)."""
+    """``M x bottom V y h width V bottom z`` per bar, at the bar's own numbers (to 0.1 unit)."""
     (series,) = lesson_view().counts_chart.series
-    drawn = re.findall(r"M([\d.]+) 190V([\d.]+)h([\d.]+)V190z", series.path)
+    axis = f"{BOTTOM:g}"
+    drawn = re.findall(rf"M([\d.]+) {axis}V([\d.]+)h([\d.]+)V{axis}z", series.path)
     assert len(drawn) == len(series.bars) == 2
     for (x, y, width), bar in zip(drawn, series.bars, strict=True):
         assert (float(x), float(y), float(width)) == pytest.approx(
@@ -112,7 +117,8 @@ def test_influence_bars_show_the_rank_mean_overweighting_small_ranks() -> None:
     # Under the global mean every item weighs 1/N = 1/8, whatever its rank.
     assert global_.bars[0].height == pytest.approx(global_.bars[1].height)
     assert global_.bars[0].height == pytest.approx(rank_mean.bars[1].height * 12 / 8)
-    # Their values, written above the bars (P ≤ 3), in the lab's one formatting: 1/12 exactly.
+    # Their values, written above the bars (where they fit), in the lab's one formatting: 1/12
+    # exactly.
     chart = lesson_view().influence_chart
     assert [value.text for value in chart.values] == ["0.125", "0.125", "0.25", "1/12"]
 
@@ -225,3 +231,77 @@ def test_no_view_text_holds_a_character_html_gives_a_meaning_to(
         for text in texts(view):
             # An apostrophe is plain text in element content and in double-quoted attributes.
             assert not set(text) & set('<>&"'), text
+
+
+CHAR = 8.0  # viewBox units per character of the charts' 14-unit type (generous for digits)
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4, 8])
+def test_bar_value_labels_never_overlap_their_neighbours(ranks: int) -> None:
+    # P = 3 used to print "0.06670.0667": two labels wider than the bars they sit on.
+    counts = tuple(float(c) for c in (2, 6, 3, 5, 7, 1, 4, 8)[:ranks])
+    result = from_means(counts, (1.0,) * ranks, eta=0.1, w=10.0)
+    for chart in (influence_chart(result), counts_chart(result)):
+        spans = sorted(
+            (float(v.x) - len(v.text) * CHAR / 2, float(v.x) + len(v.text) * CHAR / 2)
+            for v in chart.values
+        )
+        for (_, right), (left, _) in pairwise(spans):
+            assert right <= left, chart.title
+
+
+def test_trajectory_labels_fit_the_frame_and_keep_their_minus_sign() -> None:
+    path = trajectory([[-900.0, -900.0], [-700.0] * 6], eta=0.1, w=10.0, steps=1000)
+    chart = trajectory_chart(path)
+    assert any(t.label.startswith("\N{MINUS SIGN}") for t in chart.ticks)
+    for tick in chart.ticks:  # right-aligned at tick_x: the whole label left of it, inside
+        assert float(chart.frame.tick_x) - len(tick.label) * CHAR >= 0, tick.label
+    last = chart.step_ticks[-1]
+    assert last.label == "1000"
+    assert last.kind == "end"
+    assert float(last.at) <= 360
+
+
+def test_trajectory_fixed_point_labels_sit_away_from_the_start() -> None:
+    # The curves come down from w = 10 towards 8 and 7.5: each label goes under its guide.
+    path = trajectory([[9.0, 9.0], [7.0] * 6], eta=0.1, w=10.0, steps=30)
+    chart = trajectory_chart(path)
+    guides = {g.kind: float(g.points.split()[0].split(",")[1]) for g in chart.guides}
+    for label in chart.guide_labels:
+        assert float(label.y) > guides[label.kind], label.label
+
+
+def _curve_points(chart: object) -> list[tuple[float, float]]:
+    points = []
+    for line in chart.lines:  # type: ignore[attr-defined]
+        pairs = [tuple(map(float, p.split(","))) for p in line.points.split()]
+        for (xa, ya), (xb, yb) in pairwise(pairs):
+            points += [(xa + (xb - xa) * t / 20, ya + (yb - ya) * t / 20) for t in range(21)]
+    return points
+
+
+@pytest.mark.parametrize(
+    ("targets", "weights", "eta", "steps"),
+    [
+        # Heavy padding: the rank-mean curve falls past the global guide (8.6) on its way to 8.
+        ([[9.0] * 8, [7.0, 7.0] + [0.0] * 6], [[1.0] * 8, [1.0, 1.0] + [0.0] * 6], 0.1, 30),
+        ([[9.0, 9.0], [7.0] * 6], None, 0.1, 30),
+        ([[9.0, 9.0], [7.0] * 6], None, 1.5, 10),  # oscillating
+        ([[12.0], [-3.0] * 3, [5.0]], None, 0.3, 1),  # one step: two points far apart
+    ],
+)
+def test_fixed_point_labels_never_meet_a_curve_or_each_other(
+    targets: list[list[float]], weights: list[list[float]] | None, eta: float, steps: int
+) -> None:
+    chart = trajectory_chart(trajectory(targets, weights, eta=eta, w=10.0, steps=steps))
+    boxes = []
+    for label in chart.guide_labels:
+        x0, baseline = float(label.x), float(label.y)
+        box = (x0, x0 + len(label.label) * CHAR, baseline - 11, baseline + 3)
+        boxes.append(box)
+        assert box[0] >= 0, label.label
+        assert box[1] <= 360, label.label
+        for x, y in _curve_points(chart):
+            assert not (box[0] <= x <= box[1] and box[2] <= y <= box[3]), (label.label, x, y)
+    (a, b) = boxes
+    assert a[1] < b[0] or b[1] < a[0] or a[3] < b[2] or b[3] < a[2]
