@@ -5,12 +5,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from starlette.middleware.gzip import GZipMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from app.confirm.service import ConfirmService
 from app.lesson.loader import LessonLoadError, load_lesson
+from app.limits import RequestLimits, validation_error
 from app.routes import api, confirm, health, lab, pages
-from app.security import SecurityHeadersMiddleware
+from app.secretkey import server_secret
+from app.security import SameOriginMiddleware, SecurityHeadersMiddleware
 from app.settings import Settings, get_settings
 from app.templating import AssetFiles
 
@@ -20,6 +24,9 @@ log = logging.getLogger("atlas")
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app: settings, lifespan (load the lesson once), middleware, static, routers."""
     settings = settings or get_settings()
+    if not settings.secret_key:
+        key = server_secret(settings.confirm_runtime_dir)
+        settings = settings.model_copy(update={"secret_key": key})
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -45,7 +52,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Innermost: kept lab fragments go out through the gzip and security headers below.
     app.add_middleware(lab.KeptFragments)
     app.add_middleware(GZipMiddleware, minimum_size=500)
+    app.add_middleware(SameOriginMiddleware)
+    app.add_middleware(
+        RequestLimits,
+        max_url_bytes=settings.max_url_bytes,
+        max_body_bytes=settings.max_body_bytes,
+        body_timeout_s=settings.body_timeout_s,
+    )
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts)
+    # Outermost: every answer below, refusals and a 500 included, carries the headers.
     app.add_middleware(SecurityHeadersMiddleware)
+    app.add_exception_handler(RequestValidationError, validation_error)
     app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
     for module in (pages, lab, api, confirm, health):
         app.include_router(module.router)
