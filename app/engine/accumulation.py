@@ -127,7 +127,15 @@ def accumulate(
     w_new_naive = w - eta * naive
     w_new_window = w - eta * window
     w_new_difference = eta * (window - naive)
-    finite_results("microbatches", w_new_naive=w_new_naive, w_new_window=w_new_window)
+    finite_results(
+        "microbatches",
+        w_new_naive=w_new_naive,
+        w_new_window=w_new_window,
+        w_new_difference=w_new_difference,
+        rank_naive_means=np.array(rank_naive),
+        rank_window_means=np.array(rank_window),
+    )
+    finite_results("microbatches", scale_factors=np.array([f for row in scale for f in row]))
     return AccumulationResult(
         P=ranks,
         N=total,

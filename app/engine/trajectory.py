@@ -160,6 +160,9 @@ def trajectory(
         loss_rank_mean=loss_rank_mean,
         loss_minimum=loss_minimum,
         loss_at_rank_mean_fixed_point=loss_at_rank_fixed,
+        fixed_point_global=fixed_global,
+        fixed_point_rank_mean=fixed_rank_mean,
+        contraction_rank_mean=contraction_rank_mean,
     )
     return Trajectory(
         steps=len(path_global) - 1,
