@@ -51,15 +51,29 @@ def asset_version(static_dir: Path, relative: str) -> str:
     return _digest(path, stat.st_mtime_ns, stat.st_size)
 
 
+def path_for(request: Request, name: str, /, **path_params: object) -> str:
+    """The URL path of route ``name`` (under the app's root path), without scheme or host: what
+    the app renders never depends on the Host header a client sent."""
+    root = str(request.scope.get("app_root_path", request.scope.get("root_path", "")))
+    return root.rstrip("/") + str(request.app.url_path_for(name, **path_params))
+
+
 @pass_context
-def static_url(context: Context, relative: str) -> URL:
+def url_for(context: Context, name: str, /, **path_params: object) -> str:
+    """Templates' ``url_for``: a relative URL (a path), see ``path_for``."""
+    return path_for(context["request"], name, **path_params)
+
+
+@pass_context
+def static_url(context: Context, relative: str) -> str:
     """``url_for("static", path=…)`` plus ``?v=<content hash>``, so it can be cached for good."""
     request = context["request"]
     version = asset_version(request.app.state.settings.static_dir, relative)
-    url: URL = request.url_for("static", path=relative)
-    return url.include_query_params(v=version)
+    path = path_for(request, "static", path=relative)
+    return str(URL(path).include_query_params(v=version))
 
 
+templates.env.globals["url_for"] = url_for
 templates.env.globals["static_url"] = static_url
 
 
@@ -168,15 +182,6 @@ class RenderCache(Lru[Rendered]):
 
 
 def origin(request: Request) -> tuple[object, ...]:
-    """What ``url_for`` builds absolute URLs from: scheme, Host (or server) and root path.
-
-    Part of every cache key, so an answer rendered for one Host header never reaches another.
-    """
-    scope = request.scope
-    server = scope.get("server")
-    return (
-        scope.get("scheme"),
-        None if server is None else tuple(server),
-        request.headers.get("host"),
-        scope.get("app_root_path", scope.get("root_path", "")),
-    )
+    """What the rendered URLs are built from: only the root path (they are relative), so no
+    header a client sends, Host included, ever enters a cache key."""
+    return (request.scope.get("app_root_path", request.scope.get("root_path", "")),)

@@ -126,16 +126,16 @@ def test_two_spellings_of_one_state_each_keep_what_was_typed(warm: TestClient) -
     }
 
 
-def test_an_answer_for_one_host_never_reaches_another(warm: TestClient) -> None:
+def test_an_answer_never_depends_on_the_host_header(warm: TestClient) -> None:
     path = f"/lab?{LESSON}&eta=0.2"
     forged = warm.get(path, headers={**WHOLE_LAB, "Host": "evil.example"})
-    assert "http://evil.example/" in forged.text
     real = warm.get(path, headers=WHOLE_LAB)
-    assert "evil.example" not in real.text
-    assert "http://testserver/lab?" in real.text
+    assert "evil.example" not in forged.text
+    assert forged.text == real.text
+    assert 'hx-get="/lab?' in real.text
     page = warm.get("/?eta=0.3", headers={"Host": "evil.example"})
-    assert "evil.example" in page.text
-    assert "evil.example" not in warm.get("/?eta=0.3").text
+    assert "evil.example" not in page.text
+    assert page.text == warm.get("/?eta=0.3").text
 
 
 def score_text(response: Response) -> str:
