@@ -12,7 +12,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from app.confirm.service import ConfirmService
 from app.lesson.loader import LessonLoadError, load_lesson
 from app.limits import RequestLimits, validation_error
-from app.routes import api, confirm, health, lab, pages
+from app.routes import api, confirm, docs, health, lab, pages
 from app.secretkey import server_secret
 from app.security import SameOriginMiddleware, SecurityHeadersMiddleware
 from app.settings import Settings, get_settings
@@ -47,6 +47,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="Atlas lab: uneven batches and the global gradient",
         version="0.1.0",
         lifespan=lifespan,
+        # /docs is app.routes.docs (vendored Swagger UI); FastAPI's own pages load from a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     # Innermost: kept lab fragments go out through the gzip and security headers below.
@@ -64,7 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
-    for module in (pages, lab, api, confirm, health):
+    for module in (pages, lab, api, confirm, health, docs):
         app.include_router(module.router)
     return app
 
