@@ -10,9 +10,10 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from app.confirm.service import ConfirmService
+from app.lab import routes as lab
 from app.lesson.loader import LessonLoadError, load_lesson
 from app.limits import RequestLimits, validation_error
-from app.routes import api, confirm, docs, health, lab, pages
+from app.routes import api, confirm, docs, health, pages
 from app.secretkey import server_secret
 from app.security import SameOriginMiddleware, SecurityHeadersMiddleware
 from app.settings import Settings, get_settings
@@ -52,8 +53,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.settings = settings
-    # Innermost: kept lab fragments go out through the gzip and security headers below.
-    app.add_middleware(lab.KeptFragments)
     app.add_middleware(GZipMiddleware, minimum_size=500)
     app.add_middleware(SameOriginMiddleware)
     app.add_middleware(

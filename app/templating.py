@@ -1,5 +1,4 @@
-"""The one Jinja2 environment (a page, or one `{% block %}` alone), the asset URLs it writes, and a
-bounded cache of rendered answers.
+"""The one Jinja2 environment (a page, or one `{% block %}` alone) and the asset URLs it writes.
 
 Assets are linked as ``/static/<path>?v=<content hash>``. A request carrying the current hash
 is cached for a year as immutable; any other static request revalidates (ETag, 304).
@@ -7,13 +6,8 @@ is cached for a year as immutable; any other static request revalidates (ETag, 3
 
 import hashlib
 import os
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Generic, TypeVar
 
 from fastapi.staticfiles import StaticFiles
 from jinja2 import pass_context
@@ -26,7 +20,6 @@ from starlette.types import Scope
 
 from app.settings import get_settings
 
-V = TypeVar("V")
 IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"
 
@@ -93,95 +86,3 @@ class AssetFiles(StaticFiles):
         current = _digest(path, stat_result.st_mtime_ns, stat_result.st_size)
         response.headers["Cache-Control"] = IMMUTABLE if requested == current else REVALIDATE
         return response
-
-
-# ---- rendered answers, kept for the next request with the same key -----------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Rendered:
-    """One rendered answer as it goes out: body, status and its headers, already encoded."""
-
-    body: bytes
-    status_code: int
-    raw_headers: tuple[tuple[bytes, bytes], ...]
-
-    @classmethod
-    def of(cls, response: Response) -> "Rendered":
-        return cls(bytes(response.body), response.status_code, tuple(response.raw_headers))
-
-    def response(self) -> Response:
-        return KeptResponse(self)
-
-
-class KeptResponse(Response):
-    """A kept answer sent again, without encoding its headers anew."""
-
-    def __init__(self, rendered: Rendered) -> None:
-        self.status_code = rendered.status_code
-        self.body = rendered.body
-        self.background = None
-        # A copy: the middleware adds its headers to the list it is sent.
-        self.raw_headers = list(rendered.raw_headers)
-
-
-class Lru(Generic[V]):
-    """Values by key, the least recently used dropped first once their sizes pass ``max_size``.
-
-    For answers that are a pure function of their key only: the key must hold everything the
-    rendering read (query, headers that pick the rendering, the address URLs are built from).
-    """
-
-    def __init__(self, max_size: int, size_of: Callable[[V], int]) -> None:
-        self.max_size = max_size
-        self.size = 0
-        self._size_of = size_of
-        self._entries: OrderedDict[Hashable, V] = OrderedDict()
-        # Routes run on the event loop, but a plain-def caller would run in a worker thread.
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def get(self, key: Hashable) -> V | None:
-        with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
-                self._entries.move_to_end(key)
-            return value
-
-    def put(self, key: Hashable, value: V) -> None:
-        size = self._size_of(value)
-        if size > self.max_size:
-            return
-        with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self.size -= self._size_of(old)
-            self._entries[key] = value
-            self.size += size
-            while self.size > self.max_size:
-                _, dropped = self._entries.popitem(last=False)
-                self.size -= self._size_of(dropped)
-
-
-class RenderCache(Lru[Rendered]):
-    """Rendered answers by key, bounded by the bytes of their bodies."""
-
-    def __init__(self, max_bytes: int) -> None:
-        super().__init__(max_bytes, lambda rendered: len(rendered.body))
-
-    def answer(self, key: Hashable, render: Callable[[], Response]) -> Response:
-        """The kept answer for ``key``, or ``render()``'s, kept for next time."""
-        rendered = self.get(key)
-        if rendered is not None:
-            return rendered.response()
-        response = render()
-        self.put(key, Rendered.of(response))
-        return response
-
-
-def origin(request: Request) -> tuple[object, ...]:
-    """What the rendered URLs are built from: only the root path (they are relative), so no
-    header a client sends, Host included, ever enters a cache key."""
-    return (request.scope.get("app_root_path", request.scope.get("root_path", "")),)

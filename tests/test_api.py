@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import positive_data_acceptance
 
+from app.lab.state import LESSON_EXAMPLES
 from app.main import create_app
-from app.schemas import LESSON_EXAMPLES
 from app.settings import Settings
 
 MEANS_BODY = LESSON_EXAMPLES["means"]["value"]

@@ -12,8 +12,9 @@ from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.lab.compute import compute
+from app.lab.state import GradientRequest
 from app.main import create_app
-from app.schemas import GradientRequest, compute
 from app.settings import Settings
 
 pytestmark = pytest.mark.distributed

@@ -10,8 +10,9 @@ from app.confirm.check import confirm_response, job_scale
 from app.confirm.convert import MAX_UNIT_ITEMS, JobError, job_from_request
 from app.confirm.jobs import Job, Microbatch, ModeReport, RankReport, Reference, assemble
 from app.confirm.pool import Outcome, process_gone
+from app.lab.compute import compute
+from app.lab.state import GradientRequest
 from app.main import create_app
-from app.schemas import GradientRequest, compute
 from app.settings import Settings
 
 LESSON_BODY = {"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10}

@@ -46,7 +46,9 @@ typed = st.one_of(
 )
 INF_OR_NAN = re.compile(r"(?<![\w-])-?(inf|nan|infinity)(?![\w-])", re.IGNORECASE)
 # A control shows what the student typed (even "inf"), and its error quotes it: not results.
-TYPED_VALUE = re.compile(r'\svalue="[^"]*"|&#39;[^&]*&#39;')
+TYPED_VALUE = re.compile(
+    r'\svalue="[^"]*"|&#39;[^&]*&#39;|finite number, not -?(Infinity|NaN)', re.IGNORECASE
+)
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 WEB_FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 

@@ -10,7 +10,7 @@ from httpx import Response
 
 from app.lesson.loader import load_lesson
 from app.lesson.quiz import parse_questions, sign_results
-from app.routes.pages import SCORE_COOKIE
+from app.lesson_page import SCORE_COOKIE
 from app.settings import DEFAULT_LESSON
 
 QUESTIONS = parse_questions(load_lesson(DEFAULT_LESSON).sections)

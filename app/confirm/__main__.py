@@ -27,7 +27,8 @@ from pydantic import ValidationError
 
 from app.confirm.convert import JobError, job_from_request
 from app.engine import EngineError
-from app.schemas import GradientRequest, compute
+from app.lab.compute import compute
+from app.lab.state import GradientRequest
 
 LOCAL_MAX_RANKS = 8
 

@@ -7,7 +7,8 @@ from pydantic import BaseModel, Field
 
 from app.confirm.jobs import DistributedResult, Job, Run
 from app.confirm.pool import Outcome
-from app.schemas import Form, GradientResponse
+from app.lab.compute import GradientResponse
+from app.lab.state import Form
 
 # float64 sums in another order: agreement to ~1e-12 relative; 1e-9 leaves room for cancellation.
 RELATIVE_TOLERANCE = 1e-9

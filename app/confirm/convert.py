@@ -11,7 +11,7 @@
 from typing import cast
 
 from app.confirm.jobs import MAX_WORLD_SIZE, Job, Microbatch
-from app.schemas import GradientRequest
+from app.lab.state import GradientRequest
 
 # Counts are expanded into unit items up to this many items in all (the API's item limit).
 MAX_UNIT_ITEMS = 10_000

@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from app.confirm.check import ConfirmResponse, RunCheck
-from app.labview import fmt
+from app.lab.view import fmt
 
 RUN_LABELS = {
     "ddp_default": ("DDP default", "local mean loss; DDP averages over P ranks"),

@@ -6,13 +6,8 @@ from fastapi import APIRouter, Body
 from fastapi.exceptions import RequestValidationError
 
 from app.engine import EngineError
-from app.schemas import (
-    LESSON_EXAMPLES,
-    GradientRequest,
-    GradientResponse,
-    compute,
-    engine_error_detail,
-)
+from app.lab.compute import GradientResponse, compute, engine_error_detail
+from app.lab.state import LESSON_EXAMPLES, GradientRequest
 
 router = APIRouter(prefix="/api", tags=["api"])
 

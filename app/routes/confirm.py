@@ -1,6 +1,6 @@
 """The real torch.distributed confirmation: JSON API, pool status, and the lab's panel."""
 
-from typing import Annotated, Any, cast
+from typing import Annotated, cast
 
 from fastapi import APIRouter, Body, Request
 from fastapi.exceptions import RequestValidationError
@@ -9,15 +9,16 @@ from pydantic import BaseModel
 from starlette.datastructures import QueryParams
 from starlette.responses import Response
 
+from app import lesson_page
 from app.confirm.check import ConfirmResponse, confirm_response
 from app.confirm.convert import JobError, job_from_request
 from app.confirm.pool import ConfirmBusyError, ConfirmUnavailableError
 from app.confirm.service import ConfirmService, ServiceStatus
 from app.confirm.view import ConfirmView, confirm_view
 from app.engine import EngineError
-from app.labquery import MeansState
-from app.routes import lab, pages
-from app.schemas import LESSON_EXAMPLES, GradientRequest, compute, engine_error_detail
+from app.lab.compute import compute, engine_error_detail
+from app.lab.panel import page_context
+from app.lab.state import LESSON_EXAMPLES, GradientRequest
 from app.templating import templates
 
 router = APIRouter(tags=["confirm"])
@@ -105,18 +106,6 @@ async def confirm_status(request: Request) -> ServiceStatus:
     return await service(request).status()
 
 
-def lab_request(state: Any) -> GradientRequest:
-    """The lab's validated state as an API body: one update (the trajectory is the engine's)."""
-    if isinstance(state, MeansState):
-        return GradientRequest(
-            counts=list(state.counts), means=list(state.means), eta=state.eta, w=state.w
-        )
-    weights = None if state.weights is None else [list(ws) for ws in state.weights]
-    return GradientRequest(
-        targets=[list(ys) for ys in state.targets], weights=weights, eta=state.eta, w=state.w
-    )
-
-
 @router.post("/lab/confirm", name="confirm_lab", response_class=HTMLResponse)
 async def confirm_lab(request: Request) -> Response:
     """The lab's state on real torch.distributed: the panel (htmx) or the whole page."""
@@ -125,7 +114,7 @@ async def confirm_lab(request: Request) -> Response:
     form = QueryParams(
         [(name, value) for name, value in posted.multi_items() if isinstance(value, str)]
     )
-    lab_context = lab.page_context(form)
+    lab_context = page_context(form)
     state = lab_context["lab_state"]
     status = 200
     if state is None:
@@ -133,7 +122,9 @@ async def confirm_lab(request: Request) -> Response:
         status = 422
     else:
         try:
-            view = confirm_view(await run_confirmation(request, lab_request(state)))
+            # One update: the trajectory's steps are the engine's, not the real run's.
+            one_update = state.model_copy(update={"steps": None})
+            view = confirm_view(await run_confirmation(request, one_update))
         except RequestValidationError as invalid:
             view = ConfirmView(error=str(invalid.errors()[0]["msg"]))
             status = 422
@@ -144,8 +135,11 @@ async def confirm_lab(request: Request) -> Response:
         context = {**lab_context, "confirm": view}
         response = templates.TemplateResponse(request, "_confirm.html", context, status_code=status)
     else:
-        context = {**pages.page_context(request, form), "confirm": view}
-        response = templates.TemplateResponse(request, "lesson.html", context, status_code=status)
+        page = lesson_page.context(request, lab_context, lesson_page.results(request))
+        context = {**page, "confirm": view}
+        response = templates.TemplateResponse(
+            request, lesson_page.PAGE_TEMPLATE, context, status_code=status
+        )
     if view.retry_after:
         response.headers["Retry-After"] = str(view.retry_after)
     response.headers["Vary"] = "HX-Request"

@@ -8,14 +8,12 @@ import pytest
 from pydantic import ValidationError
 
 from app.engine import EngineError
-from app.schemas import (
+from app.lab.compute import GradientResponse, compute, engine_error_detail
+from app.lab.state import (
     LESSON_EXAMPLES,
     MAX_ITEMS,
     MAX_RANKS,
     GradientRequest,
-    GradientResponse,
-    compute,
-    engine_error_detail,
 )
 
 

@@ -6,8 +6,7 @@
 import pytest
 
 from app.engine import from_items, from_means, ring_allreduce, trajectory
-from app.labquery import ItemsState, MeansState, RingState
-from app.labview import (
+from app.lab.view import (
     BOTTOM,
     LEFT,
     RIGHT,
@@ -20,9 +19,10 @@ from app.labview import (
     nice_range,
     ring_view,
 )
+from tests.lab_states import items_state, means_state, ring_state
 
-LESSON = MeansState(counts=(2.0, 6.0), means=(1.0, 3.0), eta=0.1, w=10.0)
-ITEMS = ItemsState(targets=((9.0, 9.0), (7.0,) * 6), weights=None, eta=0.1, w=10.0, steps=30)
+LESSON = means_state(counts=(2.0, 6.0), means=(1.0, 3.0), eta=0.1, w=10.0)
+ITEMS = items_state(targets=((9.0, 9.0), (7.0,) * 6), weights=None, eta=0.1, w=10.0, steps=30)
 
 
 def lesson_view() -> LabView:
@@ -61,14 +61,14 @@ def test_lesson_example_formulas_carry_the_students_numbers() -> None:
 
 
 def test_negative_operands_are_parenthesised() -> None:
-    state = MeansState((1.0, 1.0), (-3.0, 1.0), 0.5, -2.0)
+    state = means_state((1.0, 1.0), (-3.0, 1.0), 0.5, -2.0)
     view = lab_view(from_means(state.counts, state.means, eta=0.5, w=-2.0), state)
     assert view.g_formula == "(1×(−3) + 1×1) / 2 = −1"
     assert view.w_new_formula == "−2 − 0.5×(−1) = −1.5"
 
 
 def test_equal_counts_agree() -> None:
-    state = MeansState((4.0, 4.0), (1.0, 3.0), 0.1, 10.0)
+    state = means_state((4.0, 4.0), (1.0, 3.0), 0.1, 10.0)
     assert lab_view(from_means(state.counts, state.means, eta=0.1, w=10.0), state).agree
 
 
@@ -97,7 +97,7 @@ def test_influence_bars_show_the_rank_mean_overweighting_small_ranks() -> None:
 
 
 def test_empty_rank_has_no_bar_height() -> None:
-    state = MeansState((2.0, 6.0, 0.0), (1.0, 3.0, 0.0), 0.1, 10.0)
+    state = means_state((2.0, 6.0, 0.0), (1.0, 3.0, 0.0), 0.1, 10.0)
     view = lab_view(from_means(state.counts, state.means, eta=0.1, w=10.0), state)
     assert [bar.height for bar in view.influence_chart.bars[-2:]] == ["0", "0"]
     assert view.ranks[2].empty
@@ -139,7 +139,7 @@ def test_nice_range_widens_to_round_steps() -> None:
 
 
 def test_ring_view_substitutes_the_numbers() -> None:
-    state = RingState(payload_mb=100.0, ranks=8, alpha_us=10.0, bandwidth_gbps=10.0)
+    state = ring_state(payload_mb=100.0, ranks=8, alpha_us=10.0, bandwidth_gbps=10.0)
     view = ring_view(ring_allreduce(100e6, 8, 10e-6, 10e9), state)
     # 2·7·(10 µs + 100 MB / 80 GB/s) = 14 · 1.26 ms = 17.64 ms; the count: 14 · ~10 µs = 140 µs.
     assert view.time == "17.64 ms"

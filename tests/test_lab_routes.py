@@ -9,7 +9,7 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
 
-from app.routes.lab import PRESETS
+from app.lab.panel import PRESETS
 
 LESSON = "counts=2,6&means=1,3&eta=0.1&w=10"
 ITEMS = "targets=9,9;7,7,7,7,7,7&eta=0.1&w=10&steps=30"
@@ -105,16 +105,16 @@ def test_whole_lab_target_renders_controls_and_results(client: TestClient) -> No
 
 BAD_INPUTS = [
     ("counts=2,x&means=1,3&eta=0.1&w=10", "rank 1 count"),
-    ("counts=2,65&means=1,3&eta=0.1&w=10", "rank 1 count"),
+    ("counts=2,2e12&means=1,3&eta=0.1&w=10", "rank 1 count"),
     ("counts=-1,6&means=1,3&eta=0.1&w=10", "rank 0 count"),
     ("counts=2,6&means=1,3&eta=0&w=10", "η (learning rate)"),
     ("counts=2,6&means=1,3&eta=-1&w=10", "η (learning rate)"),
     ("counts=2,6&means=nan,3&eta=0.1&w=10", "rank 0 mean"),
     ("counts=2,6&means=1,3&eta=0.1&w=inf", "w (parameter)"),
-    ("counts=2,6&means=1&eta=0.1&w=10", "means"),
+    ("counts=2,6&means=1&eta=0.1&w=10", "rank 1 mean"),
     ("counts=0,0&means=1,3&eta=0.1&w=10", "no valid items"),
-    ("P=9&counts=2,6&means=1,3&eta=0.1&w=10", "P (number of ranks)"),
-    ("counts=1,1,1,1,1,1,1,1,1&means=1,1,1,1,1,1,1,1,1", "P (number of ranks)"),
+    ("P=65&counts=2,6&means=1,3&eta=0.1&w=10", "P (number of ranks)"),
+    (f"counts={','.join(['1'] * 65)}&means={','.join(['1'] * 65)}", "counts (one entry per rank)"),
     ("targets=9,9;7&weights=1&eta=0.1&w=10", "weights"),
     ("targets=9,9;7&eta=0.1&w=10&steps=5000", "steps"),
     ("targets=;&eta=0.1&w=10", "no valid items"),
@@ -299,3 +299,37 @@ def test_one_persistent_live_region_carries_each_new_result(client: TestClient) 
     assert "g 2.5 against the rank mean 2" in status.get_text()
     bad = soup(client.get("/lab?counts=2,6&means=1,3&eta=0&w=10", headers=HX).text)
     assert "η (learning rate)" in bad.select_one("#lab-status").get_text()  # type: ignore[union-attr]
+
+
+def test_a_state_past_the_sliders_renders_and_says_so(client: TestClient) -> None:
+    """P 12 and a count of 100 are valid states (the model's limits); the sliders stop short."""
+    counts, means = ["100"] + ["1"] * 11, ["2"] * 12
+    query = f"counts={','.join(counts)}&means={','.join(means)}&eta=0.5&w=1"
+    whole = client.get(f"/lab?{query}", headers={**HX, "HX-Target": "lab"})
+    assert whole.status_code == 200
+    lab = soup(whole.text)
+    note = lab.select_one('[data-note="beyond-sliders"]')
+    assert note is not None
+    assert "12 ranks" in note.get_text()
+    assert "a count of 100" in note.get_text()
+    # N = 100 + 11 = 111 items; g = (100·2 + 11·2)/111 = 2 exactly.
+    assert value(lab, "N") == "111"
+    assert value(lab, "g") == "2"
+    slider, field = lab.select('[data-sync="lab-P"]')[0], lab.select_one("#lab-P")
+    assert (slider["max"], field is not None and field["max"]) == ("8", "64")
+    lesson = soup(client.get(f"/lab?{LESSON}", headers={**HX, "HX-Target": "lab"}).text)
+    assert lesson.select_one('[data-note="beyond-sliders"]') is None
+
+
+def test_page_and_json_api_refuse_a_value_alike(client: TestClient) -> None:
+    """One model: the same field, the same words, on the page and in the API's 422."""
+    page = client.get("/lab?counts=2,-1&means=1,3&eta=0.1&w=10", headers=HX)
+    api = client.post(
+        "/api/gradient", json={"counts": [2, -1], "means": [1, 3], "eta": 0.1, "w": 10}
+    )
+    assert (page.status_code, api.status_code) == (422, 422)
+    (detail,) = api.json()["detail"]
+    assert detail["loc"] == ["body", "counts", 1]
+    (item,) = soup(page.text).select(".lab-errors li")
+    assert item["data-field"] == "counts"
+    assert item.get_text(strip=True) == f"rank 1 count: {detail['msg']}"

@@ -1,11 +1,14 @@
-"""Request and response models of the gradient lab, shared by the JSON API and the pages.
+"""The lab's state: ONE pydantic model validates it, from a JSON body, a query string or a form.
 
-Validation lives here (shapes, limits, finite numbers, one form per request); the arithmetic
-lives in ``app.engine``. ``compute`` joins the two.
+``GradientRequest`` is the gradient lab's state (shapes, limits, finite numbers, one form per
+state); ``RingRequest`` is the ring panel's. The JSON API validates bodies with them directly;
+``app.lab.query`` turns a query string or a form into the same input first. The limits here are
+the only ones: the page's sliders reach less far (see ``app.lab.panel``), which is presentation.
+The arithmetic lives in ``app.engine``.
 """
 
 import math
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -24,7 +27,6 @@ from pydantic.config import JsonDict, JsonValue
 from pydantic_core import PydanticCustomError
 
 from app import engine
-from app.engine import EngineError
 
 MAX_RANKS = 64
 MAX_ITEMS = 10_000
@@ -328,127 +330,30 @@ def _first_mismatch(weights: Any, shape_of: Any, where: str = "") -> str | None:
     return None
 
 
-class TrajectoryResponse(BaseModel):
-    """SGD iterates and unpartitioned losses of both schemes (``steps + 1`` entries each)."""
-
-    model_config = ConfigDict(allow_inf_nan=False)
-
-    steps: int
-    requested_steps: int
-    w_global: list[float]
-    w_rank_mean: list[float]
-    loss_global: list[float]
-    loss_rank_mean: list[float]
-    fixed_point_global: float
-    fixed_point_rank_mean: float
-    loss_minimum: float
-    loss_at_rank_mean_fixed_point: float
-    contraction_global: float
-    contraction_rank_mean: float
-    diverged: bool
+# The ring all-reduce panel: payload in MB (10⁶ bytes), latency in µs, bandwidth in GB/s.
+MAX_PAYLOAD_MB = 1e6
+MAX_RING_RANKS = 4096
+MAX_ALPHA_US = 1e6
+MAX_BANDWIDTH_GBPS = 1e4
 
 
-class AccumulationResponse(BaseModel):
-    """Per rank and microbatch counts and means; naive microbatch averaging vs the window count."""
+class RingRequest(BaseModel):
+    """The ring all-reduce panel's state; fields go by their query parameters (``ring_mb`` …)."""
 
-    model_config = ConfigDict(allow_inf_nan=False)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
-    microbatch_counts: list[int]
-    counts: list[list[float]]
-    means: list[list[float]]
-    rank_counts: list[float]
-    rank_naive_means: list[float]
-    rank_window_means: list[float]
-    naive_gradient: float
-    window_gradient: float
-    scale_factors: list[list[float]]
-    w_new_naive: float
-    w_new_window: float
-    w_new_difference: float
-
-
-class GradientResponse(BaseModel):
-    """Both reductions of one update across ranks; per-rank lists are indexed by rank.
-
-    For the accumulation form the per-rank counts and means are whole-window ones, so
-    ``global_gradient`` is the window gradient; ``accumulation`` adds the microbatch view.
-    """
-
-    model_config = ConfigDict(allow_inf_nan=False)
-
-    form: Form
-    P: int
-    N: float
-    counts: list[float]
-    means: list[float]
-    eta: float
-    w: float
-    global_gradient: float
-    rank_mean_gradient: float
-    scale_factors: list[float]
-    compensated_means: list[float]
-    w_new: float
-    w_new_rank_mean: float
-    w_new_difference: float
-    influence_global: list[float]
-    influence_rank_mean: list[float]
-    warnings: list[str]
-    trajectory: TrajectoryResponse | None = None
-    accumulation: AccumulationResponse | None = None
-
-
-def compute(request: GradientRequest) -> GradientResponse:
-    """Run the engine for the request's form; raises ``EngineError`` naming a field."""
-    trajectory: TrajectoryResponse | None = None
-    accumulation: AccumulationResponse | None = None
-    warnings: tuple[str, ...] = ()
-    if request.counts is not None:
-        result = engine.from_means(
-            request.counts, request.means or [], eta=request.eta, w=request.w
-        )
-        warnings = result.warnings
-    elif request.targets is not None:
-        weights = cast(list[list[float]] | None, request.weights)
-        result = engine.from_items(request.targets, weights, eta=request.eta, w=request.w)
-        warnings = result.warnings
-        if request.steps is not None:
-            path = engine.trajectory(
-                request.targets, weights, eta=request.eta, w=request.w, steps=request.steps
-            )
-            trajectory = TrajectoryResponse.model_validate(path, from_attributes=True)
-            warnings = (*warnings, *path.warnings)
-    elif request.microbatches is not None:
-        window = engine.accumulate(
-            request.microbatches,
-            cast(list[list[list[float]]] | None, request.weights),
-            eta=request.eta,
-            w=request.w,
-        )
-        result = window.across_ranks
-        accumulation = AccumulationResponse.model_validate(window, from_attributes=True)
-        warnings = window.warnings
-    else:  # unreachable through validation; kept so a hand-built request fails clearly
-        raise EngineError("counts", "give exactly one of counts, targets or microbatches")
-    fields = {
-        name: getattr(result, name)
-        for name in GradientResponse.model_fields
-        if hasattr(result, name)
-    }
-    return GradientResponse(
-        **{**fields, "warnings": list(warnings)},
-        form=request.form,
-        trajectory=trajectory,
-        accumulation=accumulation,
+    payload_mb: Finite = Field(
+        alias="ring_mb", gt=0, le=MAX_PAYLOAD_MB, description="Payload S in MB (10⁶ bytes)."
     )
-
-
-def engine_error_detail(error: EngineError) -> list[dict[str, Any]]:
-    """An ``EngineError`` as FastAPI's 422 ``detail`` list, its ``loc`` naming the body field."""
-    return [
-        {
-            "type": "engine_error",
-            "loc": ["body", error.field],
-            "msg": str(error),
-            "input": None,
-        }
-    ]
+    ranks: int = Field(
+        alias="ring_p", strict=True, ge=2, le=MAX_RING_RANKS, description="Ranks P in the ring."
+    )
+    alpha_us: Finite = Field(
+        alias="ring_us",
+        ge=0,
+        le=MAX_ALPHA_US,
+        description="Start-up latency \N{GREEK SMALL LETTER ALPHA} in µs.",
+    )
+    bandwidth_gbps: Finite = Field(
+        alias="ring_gbps", gt=0, le=MAX_BANDWIDTH_GBPS, description="Bandwidth B in GB/s."
+    )

@@ -3,19 +3,19 @@
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 from starlette.datastructures import QueryParams
 
-from app.labquery import (
-    ItemsState,
-    MeansState,
+from app.lab.query import (
     ParsedLab,
-    RingState,
     encode,
     lab_query_pairs,
     parse_lab,
     parse_ring,
     ring_query_pairs,
 )
+from app.lab.state import GradientRequest
+from tests.lab_states import items_state, means_state, ring_state
 
 
 def parse(query: str) -> ParsedLab:
@@ -25,11 +25,11 @@ def parse(query: str) -> ParsedLab:
 def test_lesson_query_gives_the_lesson_state() -> None:
     parsed = parse("counts=2,6&means=1,3&eta=0.1&w=10")
     assert parsed.errors == ()
-    assert parsed.state == MeansState(counts=(2.0, 6.0), means=(1.0, 3.0), eta=0.1, w=10.0)
+    assert parsed.state == means_state(counts=(2.0, 6.0), means=(1.0, 3.0), eta=0.1, w=10.0)
 
 
 def test_empty_query_gives_the_lesson_example() -> None:
-    assert parse("").state == MeansState((2.0, 6.0), (1.0, 3.0), 0.1, 10.0)
+    assert parse("").state == means_state((2.0, 6.0), (1.0, 3.0), 0.1, 10.0)
 
 
 def test_repeated_parameters_from_a_plain_form_equal_the_compact_syntax() -> None:
@@ -46,7 +46,7 @@ def test_canonical_query_round_trips() -> None:
 def test_items_query_with_weights_and_an_empty_rank() -> None:
     parsed = parse("targets=9,9;7,7,0;&weights=;1,1,0;&eta=0.1&w=10&steps=5")
     assert parsed.errors == ()
-    assert parsed.state == ItemsState(
+    assert parsed.state == items_state(
         targets=((9.0, 9.0), (7.0, 7.0, 0.0), ()),
         weights=((1.0, 1.0), (1.0, 1.0, 0.0), ()),
         eta=0.1,
@@ -60,7 +60,8 @@ def test_items_query_with_weights_and_an_empty_rank() -> None:
 
 def test_items_without_weights_keep_weights_out_of_the_query() -> None:
     state = parse("targets=9,9;7,7,7,7,7,7&eta=0.1&w=10").state
-    assert isinstance(state, ItemsState)
+    assert state is not None
+    assert state.targets is not None
     assert state.weights is None
     assert state.steps == 30
     assert encode(lab_query_pairs(state)) == "targets=9,9;7,7,7,7,7,7&eta=0.1&w=10&steps=30"
@@ -69,10 +70,10 @@ def test_items_without_weights_keep_weights_out_of_the_query() -> None:
 def test_p_adds_default_ranks_and_drops_the_last_ones() -> None:
     grown = parse("P=3&counts=2&counts=6&means=1&means=3&eta=0.1&w=10")
     assert grown.resized
-    assert grown.state == MeansState((2.0, 6.0, 4.0), (1.0, 3.0, 2.0), 0.1, 10.0)
+    assert grown.state == means_state((2.0, 6.0, 4.0), (1.0, 3.0, 2.0), 0.1, 10.0)
     shrunk = parse("P=1&counts=2,6&means=1,3&eta=0.1&w=10")
     assert shrunk.resized
-    assert shrunk.state == MeansState((2.0,), (1.0,), 0.1, 10.0)
+    assert shrunk.state == means_state((2.0,), (1.0,), 0.1, 10.0)
     same = parse("P=2&counts=2,6&means=1,3&eta=0.1&w=10")
     assert not same.resized
 
@@ -81,22 +82,23 @@ def test_p_adds_default_ranks_and_drops_the_last_ones() -> None:
     ("query", "param", "words"),
     [
         ("counts=2,x&means=1,3", "counts", "rank 1 count"),
-        ("counts=2,65&means=1,3", "counts", "rank 1 count"),
+        ("counts=2,1e13&means=1,3", "counts", "rank 1 count"),
         ("counts=-1,6&means=1,3", "counts", "rank 0 count"),
         ("counts=2,6&means=nan,3", "means", "rank 0 mean"),
         ("counts=2,6&means=1,inf", "means", "rank 1 mean"),
         ("counts=2,6&means=1,3&eta=0", "eta", "η"),
         ("counts=2,6&means=1,3&eta=-0.5", "eta", "η"),
         ("counts=2,6&means=1,3&w=", "w", "w (parameter)"),
-        ("counts=2,6&means=1", "means", "means"),
-        ("counts=1,1,1,1,1,1,1,1,1&means=1,1,1,1,1,1,1,1,1", "counts", "P (number of ranks)"),
-        ("P=9&counts=2,6&means=1,3", "P", "P (number of ranks)"),
+        ("counts=2,6&means=1", "means", "rank 1 mean"),
+        ("counts=" + ",".join(["1"] * 65), "counts", "counts (one entry per rank)"),
+        ("P=65&counts=2,6&means=1,3", "P", "P (number of ranks)"),
+        ("P=0&counts=2,6&means=1,3", "P", "P (number of ranks)"),
         ("P=two&counts=2,6&means=1,3", "P", "P (number of ranks)"),
         ("targets=9,x;7", "targets", "rank 0 targets"),
         ("targets=9,9;7&weights=1,1", "weights", "weights"),
-        ("targets=9,9;7&weights=1;1", "weights", "rank 0 weights"),
+        ("targets=9,9;7&weights=1;1", "weights", "weights[0] has 1 entries"),
         ("targets=9,9;7&weights=1,-1;1", "weights", "rank 0 weights"),
-        ("targets=9,9;7&steps=0", "steps", "steps"),
+        ("targets=9,9;7&steps=-1", "steps", "steps"),
         ("targets=9,9;7&steps=1001", "steps", "steps"),
     ],
 )
@@ -107,12 +109,32 @@ def test_bad_input_is_an_error_naming_the_field(query: str, param: str, words: s
 
 
 def test_out_of_range_count_is_refused_not_clamped() -> None:
-    parsed = parse("counts=2,100&means=1,3")
+    parsed = parse("counts=2,2e12&means=1,3")
     assert parsed.state is None
     (error,) = parsed.errors
-    assert "from 0 to 64" in error.message
-    assert "100" in error.message
+    assert error.message == "rank 1 count: Input should be less than or equal to 1000000000000"
     assert error.input_id == "lab-count-1"
+
+
+def test_the_page_and_the_json_api_share_one_model_and_its_limits() -> None:
+    """Past the sliders (P 12, a count of 100) is a valid state, exactly as the API takes it."""
+    counts, means = [100.0] + [1.0] * 11, [2.0] * 12
+    query = f"counts={','.join(map(str, counts))}&means={','.join(map(str, means))}&eta=0.5&w=1"
+    parsed = parse(query)
+    assert parsed.errors == ()
+    body = {"counts": counts, "means": means, "eta": 0.5, "w": 1}
+    assert parsed.state == GradientRequest.model_validate(body)
+
+
+def test_a_bad_value_is_named_alike_in_the_query_and_the_json_body() -> None:
+    """Both go through the same model: the same field, the same words."""
+    (error,) = parse("counts=2,-1&means=1,3&eta=0.1&w=10").errors
+    with pytest.raises(ValidationError) as caught:
+        GradientRequest.model_validate({"counts": [2, -1], "means": [1, 3], "eta": 0.1, "w": 10})
+    (api,) = caught.value.errors()
+    assert api["loc"] == ("counts", 1)
+    assert (error.param, error.input_id) == ("counts", "lab-count-1")
+    assert error.message == f"rank 1 count: {api['msg']}"
 
 
 def test_the_form_keeps_what_was_typed() -> None:
@@ -122,7 +144,7 @@ def test_the_form_keeps_what_was_typed() -> None:
 
 def test_ring_defaults_stay_out_of_the_query() -> None:
     parsed = parse_ring(QueryParams(""))
-    assert parsed.state == RingState(100.0, 8, 10.0, 10.0)
+    assert parsed.state == ring_state(100.0, 8, 10.0, 10.0)
     assert ring_query_pairs(parsed.state) == []
     changed = parse_ring(QueryParams("ring_mb=50&ring_p=16"))
     assert changed.state is not None
@@ -164,12 +186,13 @@ counts = st.floats(min_value=0, max_value=64, allow_nan=False)
 def test_any_valid_means_state_survives_its_own_url(
     ranks: tuple[list[float], list[float]], eta: float, w: float
 ) -> None:
-    state = MeansState(tuple(ranks[0]), tuple(ranks[1]), eta, w)
+    state = means_state(tuple(ranks[0]), tuple(ranks[1]), eta, w)
     assert parse(encode(lab_query_pairs(state))).state == state
 
 
 def test_a_trailing_comma_is_a_list_being_typed() -> None:
     state = parse("targets=9,9,;7&eta=0.1&w=10").state
-    assert isinstance(state, ItemsState)
-    assert state.targets == ((9.0, 9.0), (7.0,))
+    assert state is not None
+    assert state.targets is not None
+    assert state.targets == [[9.0, 9.0], [7.0]]
     assert parse("targets=9,,9;7&eta=0.1&w=10").state is None

@@ -7,9 +7,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import cast
 
 from app.engine import GradientResult, RingCost, Trajectory
-from app.labquery import ItemsState, LabState, RingState
+from app.lab.state import GradientRequest, RingRequest
 
 MINUS = "\u2212"
 TIMES = "\N{MULTIPLICATION SIGN}"
@@ -189,19 +190,19 @@ def _item_list(values: Sequence[float]) -> str:
     return shown or "none"
 
 
-def _rank_rows(result: GradientResult, state: LabState) -> tuple[RankRow, ...]:
+def _rank_rows(result: GradientResult, state: GradientRequest) -> tuple[RankRow, ...]:
     rows = []
     n_text = fmt(result.N)
     for r in range(result.P):
         count, mean = result.counts[r], result.means[r]
         factor = result.scale_factors[r]
         items = gradients = ""
-        if isinstance(state, ItemsState):
+        if state.targets is not None:
             ys = state.targets[r]
             items = _item_list(ys)
             gradients = _item_list([result.w - y for y in ys])
             if state.weights is not None:
-                items += f" (weights {_item_list(state.weights[r])})"
+                items += f" (weights {_item_list(cast(list[float], state.weights[r]))})"
         rows.append(
             RankRow(
                 rank=r,
@@ -223,7 +224,9 @@ def _rank_rows(result: GradientResult, state: LabState) -> tuple[RankRow, ...]:
     return tuple(rows)
 
 
-def lab_view(result: GradientResult, state: LabState, path: Trajectory | None = None) -> LabView:
+def lab_view(
+    result: GradientResult, state: GradientRequest, path: Trajectory | None = None
+) -> LabView:
     """The results fragment's view of one engine result (and, in the items form, a trajectory)."""
     products = " + ".join(
         f"{term(n)}{TIMES}{term(m)}" for n, m in zip(result.counts, result.means, strict=True)
@@ -231,7 +234,7 @@ def lab_view(result: GradientResult, state: LabState, path: Trajectory | None = 
     g, rank_mean = result.global_gradient, result.rank_mean_gradient
     eta, w = fmt(result.eta), fmt(result.w)
     return LabView(
-        mode="items" if isinstance(state, ItemsState) else "means",
+        mode="items" if state.targets is not None else "means",
         N=fmt(result.N),
         global_gradient=fmt(g),
         rank_mean_gradient=fmt(rank_mean),
@@ -493,7 +496,7 @@ class RingView:
     overhead: str
 
 
-def ring_view(cost: RingCost, state: RingState) -> RingView:
+def ring_view(cost: RingCost, state: RingRequest) -> RingView:
     """The ring panel: ideal all-reduce time and the one scalar all-reduce that carries N."""
     p, alpha = state.ranks, f"{fmt(state.alpha_us)} µs"
     bandwidth = f"{fmt(state.bandwidth_gbps)} GB/s"

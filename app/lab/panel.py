@@ -1,0 +1,184 @@
+"""The lab's panels for a query or a form: validated state, engine result and view, and the
+template context the lab's fragments and the lesson page render from."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast
+
+from app.engine import EngineError, from_items, from_means, ring_allreduce, trajectory
+from app.lab.fields import FieldError, engine_error
+from app.lab.query import (
+    ParsedLab,
+    ParsedRing,
+    encode,
+    lab_query_pairs,
+    parse_lab,
+    parse_ring,
+    ring_query_pairs,
+)
+from app.lab.state import MAX_COUNT, MAX_RANKS, GradientRequest
+from app.lab.view import LabView, RingView, fmt, lab_view, ring_view
+
+ParsedT = TypeVar("ParsedT")
+ViewT = TypeVar("ViewT")
+
+# How far the page's sliders reach: presentation only. The number fields beside them take
+# anything the state model accepts, and a state past the sliders says so (``beyond_sliders``).
+SLIDER_RANKS = 8
+SLIDER_COUNT = 64.0
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    label: str
+    description: str
+    query: str
+
+
+PRESETS = (
+    Preset(
+        "Lesson example",
+        "counts 2 and 6, means 1 and 3, η 0.1, w 10",
+        "counts=2,6&means=1,3&eta=0.1&w=10",
+    ),
+    Preset(
+        "Equal counts",
+        "4 items on each rank: both schemes agree",
+        "counts=4,4&means=1,3&eta=0.1&w=10",
+    ),
+    Preset(
+        "An empty rank",
+        "rank 2 has no valid items",
+        "counts=2,6,0&means=1,3,0&eta=0.1&w=10",
+    ),
+    Preset(
+        "Lesson example as items",
+        "targets 9,9 and six 7s at w 10: 30 SGD steps",
+        "targets=9,9;7,7,7,7,7,7&eta=0.1&w=10&steps=30",
+    ),
+    Preset(
+        "Heavy padding",
+        "token weights: rank 1 holds 8 positions, 6 of them padding",
+        "targets=9,9,9,9,9,9,9,9;7,7,0,0,0,0,0,0"
+        "&weights=1,1,1,1,1,1,1,1;1,1,0,0,0,0,0,0&eta=0.1&w=10&steps=30",
+    ),
+)
+MODES = (
+    ("means", "Counts and means", PRESETS[0].query),
+    ("items", "Items and weights", PRESETS[3].query),
+)
+PAGE_ROUTE = "lesson_page"
+LIMITS = {
+    "slider_ranks": SLIDER_RANKS,
+    "slider_count": format(SLIDER_COUNT, "g"),
+    "max_ranks": MAX_RANKS,
+    "max_count": format(MAX_COUNT, ".0f"),
+}
+
+
+@dataclass(frozen=True)
+class Panel(Generic[ParsedT, ViewT]):
+    """One form as the templates see it: inputs as typed, errors, and the view of the result."""
+
+    parsed: ParsedT
+    view: ViewT | None
+    errors: tuple[FieldError, ...]
+    pairs: tuple[tuple[str, str], ...]
+
+    @property
+    def query(self) -> str:
+        """The canonical query string of a valid state ("" while the input is invalid)."""
+        return encode(self.pairs)
+
+    def error_for(self, input_id: str) -> FieldError | None:
+        return next((e for e in self.errors if e.input_id == input_id), None)
+
+
+class LabPanel(Panel[ParsedLab, LabView]):
+    """The gradient lab."""
+
+    @property
+    def state(self) -> GradientRequest | None:
+        """The validated state the engine accepted (None while the input is invalid)."""
+        return self.parsed.state if self.view is not None else None
+
+    @property
+    def beyond_sliders(self) -> str:
+        """Where this state goes past the sliders' reach, in words ("" when it does not)."""
+        state = self.state
+        if state is None:
+            return ""
+        ranks = len(state.counts or state.targets or [])
+        top = max(state.counts or [0.0])
+        parts = []
+        if ranks > SLIDER_RANKS:
+            parts.append(f"{ranks} ranks (the slider shows up to {SLIDER_RANKS})")
+        if top > SLIDER_COUNT:
+            parts.append(f"a count of {fmt(top)} (the sliders reach {fmt(SLIDER_COUNT)})")
+        if not parts:
+            return ""
+        return f"This state has {' and '.join(parts)}: change it in the number fields."
+
+
+class RingPanel(Panel[ParsedRing, RingView]):
+    """The ring all-reduce cost panel.
+
+    A subclass rather than the alias ``Panel[ParsedRing, RingView]``: calling a generic alias
+    sets ``__orig_class__`` on the new instance, which a frozen dataclass refuses.
+    """
+
+
+def ring_panel(query: Mapping[str, str]) -> RingPanel:
+    """Validate and compute the ring all-reduce panel."""
+    parsed = parse_ring(query)
+    state = parsed.state
+    if state is None:
+        return RingPanel(parsed, None, parsed.errors, ())
+    try:
+        cost = ring_allreduce(
+            state.payload_mb * 1e6, state.ranks, state.alpha_us * 1e-6, state.bandwidth_gbps * 1e9
+        )
+    except EngineError as exc:
+        return RingPanel(parsed, None, (engine_error(exc),), ())
+    return RingPanel(parsed, ring_view(cost, state), (), tuple(ring_query_pairs(state)))
+
+
+def lab_panel(query: Mapping[str, str]) -> LabPanel:
+    """Validate the lab state and run the engine on it."""
+    parsed = parse_lab(query)
+    state = parsed.state
+    if state is None:
+        return LabPanel(parsed, None, parsed.errors, ())
+    try:
+        if state.counts is not None:
+            view = lab_view(
+                from_means(state.counts, state.means or [], eta=state.eta, w=state.w), state
+            )
+        else:
+            targets = state.targets or []
+            weights = cast(list[list[float]] | None, state.weights)
+            result = from_items(targets, weights, eta=state.eta, w=state.w)
+            path = trajectory(targets, weights, eta=state.eta, w=state.w, steps=state.steps or 0)
+            view = lab_view(result, state, path)
+    except EngineError as exc:
+        return LabPanel(parsed, None, (engine_error(exc),), ())
+    return LabPanel(parsed, view, (), tuple(lab_query_pairs(state)))
+
+
+def page_context(query: Mapping[str, str]) -> dict[str, Any]:
+    """Template context for the lab (alone or inside the lesson page), from a query or a form."""
+    lab = lab_panel(query)
+    ring = ring_panel(query)
+    return {
+        "lab": lab,
+        "ring": ring,
+        "lab_presets": PRESETS,
+        "lab_modes": MODES,
+        "lab_limits": LIMITS,
+        "lab_page_route": PAGE_ROUTE,
+        # For the confirmation panel: the canonical lab query ("" while the input is invalid)
+        # and the validated state (None while invalid).
+        "lab_query": lab.query,
+        "lab_state": lab.state,
+        "lab_status_code": 422 if lab.errors or ring.errors else 200,
+    }

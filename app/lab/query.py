@@ -1,0 +1,304 @@
+"""The lab's state in a URL or a form: read the text as typed, validate it with the state model
+(``app.lab.state``, the same model as the JSON API), and write a valid state back canonically.
+
+Query syntax (documented in the README and on the page):
+
+- counts-and-means form: ``counts=2,6&means=1,3&eta=0.1&w=10`` — one value per rank, ranks in
+  order from rank 0, separated by commas.
+- items form: ``targets=9,9;7,7,7,7,7,7&weights=1,1;1,1,1,1,1,0&eta=0.1&w=10&steps=30`` — ranks
+  separated by ``;``, a rank's items by ``,``. ``weights`` is optional (every item weighs 1);
+  a blank rank in ``weights`` also means all ones. An empty rank is an empty segment
+  (``targets=9,9;``).
+- ring all-reduce panel: ``ring_mb``, ``ring_p``, ``ring_us``, ``ring_gbps`` (payload in MB = 10⁶
+  bytes, ranks, start-up latency alpha in µs, bandwidth in GB/s = 10⁹ bytes/s).
+
+A plain HTML form sends one parameter per rank (``counts=2&counts=6``); that is accepted too, and
+``P`` (when it differs from the number of ranks sent) adds ranks with default values or drops the
+last ones. This module only reads text into numbers and lists; every limit is the model's, and
+nothing is clamped: a value out of range is an error that names its field.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+from urllib.parse import urlencode
+
+from pydantic import ValidationError
+
+from app.lab.fields import FieldError, input_id, label, validation_errors
+from app.lab.state import MAX_RANKS, GradientRequest, RingRequest
+
+DEFAULT_STEPS = 30
+NEW_RANK_COUNT = "4"
+NEW_RANK_MEAN = "2"
+NEW_RANK_TARGETS = "8,8,8,8"
+
+Mode = Literal["means", "items"]
+
+
+@dataclass(frozen=True, slots=True)
+class RankInput:
+    """One rank's raw inputs as typed: count and mean, or targets and weights."""
+
+    first: str
+    second: str
+
+
+@dataclass(frozen=True, slots=True)
+class LabForm:
+    """The lab's inputs exactly as received, so the form shows what the student typed."""
+
+    mode: Mode
+    ranks: tuple[RankInput, ...]
+    eta: str
+    w: str
+    steps: str
+    # How many ranks' weights the query gave (0: none). A blank one means all 1; a missing one
+    # goes to the model as missing, which names the mismatch.
+    weight_ranks: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedLab:
+    """The form as typed, the validated state (None when invalid), and every error found."""
+
+    form: LabForm
+    state: GradientRequest | None
+    errors: tuple[FieldError, ...]
+    resized: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RingForm:
+    payload_mb: str
+    ranks: str
+    alpha_us: str
+    bandwidth_gbps: str
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedRing:
+    form: RingForm
+    state: RingRequest | None
+    errors: tuple[FieldError, ...]
+
+
+LESSON_MEANS = LabForm("means", (RankInput("2", "1"), RankInput("6", "3")), "0.1", "10", "")
+LESSON_ITEMS = LabForm(
+    "items", (RankInput("9,9", ""), RankInput("7,7,7,7,7,7", "")), "0.1", "10", str(DEFAULT_STEPS)
+)
+RING_DEFAULT = RingForm(payload_mb="100", ranks="8", alpha_us="10", bandwidth_gbps="10")
+RING_PARAMS = ("ring_mb", "ring_p", "ring_us", "ring_gbps")
+RING_DEFAULT_STATE = RingRequest.model_validate(
+    dict(zip(RING_PARAMS, (100.0, 8, 10.0, 10.0), strict=True))
+)
+
+
+def _values(query: Mapping[str, str], name: str) -> list[str]:
+    getlist = getattr(query, "getlist", None)
+    if getlist is not None:
+        return [str(v) for v in getlist(name)]
+    return [query[name]] if name in query else []
+
+
+def _split(values: Sequence[str], sep: str) -> list[str]:
+    """One entry per rank: a single value holds every rank separated by ``sep``."""
+    if len(values) == 1:
+        return [part.strip() for part in values[0].split(sep)]
+    return [value.strip() for value in values]
+
+
+def _first(query: Mapping[str, str], name: str, default: str) -> str:
+    values = _values(query, name)
+    return values[-1].strip() if values else default
+
+
+def format_number(value: float) -> str:
+    """Shortest text that reads back as the same float; integers without a decimal point."""
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+# ---- text into the model's input ---------------------------------------------------------------
+# A number that does not parse stays text: the model refuses it at its place, naming the field.
+
+
+def _number(text: str) -> float | str:
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _whole(text: str) -> int | str:
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _number_list(text: str) -> list[float | str]:
+    """Comma-separated numbers (none for a blank); ``9, 9,`` is a list being typed."""
+    if text == "":
+        return []
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    return [_number(part) for part in parts]
+
+
+def lab_input(form: LabForm) -> dict[str, Any]:
+    """The form's text as the state model's input (what a JSON body would hold)."""
+    common = {"eta": _number(form.eta), "w": _number(form.w)}
+    if form.mode == "means":
+        return {
+            "counts": [_number(rank.first) for rank in form.ranks],
+            "means": [_number(rank.second) for rank in form.ranks],
+            **common,
+        }
+    targets = [_number_list(rank.first) for rank in form.ranks]
+    weights = None
+    if form.weight_ranks or any(rank.second != "" for rank in form.ranks):
+        # A blank rank in ``weights`` means every item of that rank weighs 1.
+        weights = [
+            _number_list(rank.second) if rank.second != "" else [1.0] * len(ys)
+            for rank, ys in zip(form.ranks, targets, strict=True)
+        ][: form.weight_ranks or None]
+    return {"targets": targets, "weights": weights, "steps": _whole(form.steps), **common}
+
+
+# ---- reading the query into a form -------------------------------------------------------------
+
+
+def read_lab_form(query: Mapping[str, str]) -> tuple[LabForm, list[FieldError], bool]:
+    """The raw form from a query, a ``P`` error if any, and whether ``P`` resized it."""
+    mode: Mode = "items" if "targets" in query else "means"
+    has_state = any(name in query for name in ("counts", "means", "targets", "weights"))
+    base = LESSON_ITEMS if mode == "items" else LESSON_MEANS
+    steps = base.steps
+    weight_ranks = 0
+    if mode == "items":
+        targets = _split(_values(query, "targets"), ";")
+        weights = _split(_values(query, "weights"), ";") if "weights" in query else []
+        weight_ranks = len(weights)
+        # Extra weight lists get a rank of no targets, so the model names the mismatch.
+        width = max(len(targets), len(weights))
+        ranks = tuple(
+            RankInput(
+                targets[i] if i < len(targets) else "", weights[i] if i < len(weights) else ""
+            )
+            for i in range(width)
+        )
+        steps = _first(query, "steps", base.steps)
+    elif has_state:
+        counts = _split(_values(query, "counts"), ",") if "counts" in query else []
+        means = _split(_values(query, "means"), ",") if "means" in query else []
+        width = max(len(counts), len(means))
+        ranks = tuple(
+            RankInput(counts[i] if i < len(counts) else "", means[i] if i < len(means) else "")
+            for i in range(width)
+        )
+    else:
+        ranks = base.ranks
+    form = LabForm(
+        mode=mode,
+        ranks=ranks,
+        eta=_first(query, "eta", base.eta),
+        w=_first(query, "w", base.w),
+        steps=steps if mode == "items" else "",
+        weight_ranks=weight_ranks if mode == "items" else 0,
+    )
+    if "P" not in query:
+        return form, [], False
+    raw = _first(query, "P", "")
+    p = _whole(raw)
+    if not isinstance(p, int) or not 1 <= p <= MAX_RANKS:
+        message = f"{label('P')}: must be a whole number from 1 to {MAX_RANKS}, not {raw[:40]!r}"
+        return form, [FieldError("P", input_id("P"), message)], False
+    if p == len(form.ranks):
+        return form, [], False
+    if mode == "items":
+        new_rank = RankInput(NEW_RANK_TARGETS, "")
+    else:
+        new_rank = RankInput(NEW_RANK_COUNT, NEW_RANK_MEAN)
+    ranks = form.ranks[:p] + (new_rank,) * max(0, p - len(form.ranks))
+    return replace(form, ranks=ranks, weight_ranks=p if form.weight_ranks else 0), [], True
+
+
+def parse_lab(query: Mapping[str, str]) -> ParsedLab:
+    """Read the lab part of a query string (or a form) and validate it with the state model."""
+    form, p_errors, resized = read_lab_form(query)
+    try:
+        state = GradientRequest.model_validate(lab_input(form))
+    except ValidationError as exc:
+        return ParsedLab(form, None, (*p_errors, *validation_errors(exc)), resized)
+    if p_errors:
+        return ParsedLab(form, None, tuple(p_errors), resized)
+    return ParsedLab(form, state, (), resized)
+
+
+# ---- writing the state back --------------------------------------------------------------------
+
+
+def _join(values: Sequence[float]) -> str:
+    return ",".join(format_number(v) for v in values)
+
+
+def lab_query_pairs(state: GradientRequest) -> list[tuple[str, str]]:
+    """The canonical query parameters of a lab state (means or items form), in a fixed order."""
+    common = [("eta", format_number(state.eta)), ("w", format_number(state.w))]
+    if state.counts is not None:
+        return [("counts", _join(state.counts)), ("means", _join(state.means or [])), *common]
+    pairs = [("targets", ";".join(_join(ys) for ys in state.targets or []))]
+    if state.weights is not None:
+        pairs.append(("weights", ";".join(_join(ws) for ws in state.weights)))  # type: ignore[arg-type]
+    return [
+        *pairs,
+        *common,
+        ("steps", str(state.steps if state.steps is not None else DEFAULT_STEPS)),
+    ]
+
+
+def encode(pairs: Sequence[tuple[str, str]]) -> str:
+    """URL-encode, keeping the separators ``,`` and ``;`` readable."""
+    return urlencode(pairs, safe=",;")
+
+
+# ---- the ring all-reduce panel -----------------------------------------------------------------
+
+
+def parse_ring(query: Mapping[str, str]) -> ParsedRing:
+    """Read and validate the ring all-reduce panel's part of a query string."""
+    form = RingForm(
+        *(
+            _first(query, name, default)
+            for name, default in zip(
+                RING_PARAMS,
+                (
+                    RING_DEFAULT.payload_mb,
+                    RING_DEFAULT.ranks,
+                    RING_DEFAULT.alpha_us,
+                    RING_DEFAULT.bandwidth_gbps,
+                ),
+                strict=True,
+            )
+        )
+    )
+    raw = (form.payload_mb, form.ranks, form.alpha_us, form.bandwidth_gbps)
+    body = {
+        name: _whole(text) if name == "ring_p" else _number(text)
+        for name, text in zip(RING_PARAMS, raw, strict=True)
+    }
+    try:
+        return ParsedRing(form, RingRequest.model_validate(body), ())
+    except ValidationError as exc:
+        return ParsedRing(form, None, validation_errors(exc))
+
+
+def ring_query_pairs(state: RingRequest) -> list[tuple[str, str]]:
+    """The ring panel's canonical parameters, left out entirely when they are the defaults."""
+    if state == RING_DEFAULT_STATE:
+        return []
+    values = (state.payload_mb, state.ranks, state.alpha_us, state.bandwidth_gbps)
+    return [(name, format_number(v)) for name, v in zip(RING_PARAMS, values, strict=True)]

@@ -1,0 +1,73 @@
+"""The gradient lab's routes: one URL per state, rendered as a fragment for htmx and as the page."""
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from starlette.responses import Response
+
+from app import lesson_page
+from app.lab.panel import PAGE_ROUTE, LabPanel, RingPanel, page_context
+from app.templating import templates
+
+router = APIRouter(tags=["lab"])
+
+# The lab answers one URL three ways: whole page, whole lab, or results only.
+VARY = "HX-Request, HX-Target"
+STATE_URL_HEADER = "X-Lab-Url"
+
+
+def page_url(request: Request, *queries: str) -> str:
+    """The lesson page's address for a state: what the browser's address bar should show."""
+    path = request.app.url_path_for(PAGE_ROUTE)
+    query = "&".join(q for q in queries if q)
+    return f"{path}?{query}" if query else str(path)
+
+
+def fragment(request: Request, template: str, context: dict[str, Any], valid: bool) -> Response:
+    """A fragment for htmx: 200 with the state's page address for a valid state, else 422."""
+    status = 200 if valid else 422
+    response = templates.TemplateResponse(request, template, context, status_code=status)
+    response.headers["Vary"] = VARY
+    # The page address for this state; lab.js writes it into the history once per gesture
+    # (htmx's HX-Push-Url would write it on every answer, and each write costs milliseconds).
+    # Only a valid state gets one: a typo never reaches the address bar.
+    if valid:
+        lab: LabPanel = context["lab"]
+        ring: RingPanel = context["ring"]
+        response.headers[STATE_URL_HEADER] = page_url(request, lab.query, ring.query)
+    return response
+
+
+def full_page(request: Request, context: dict[str, Any]) -> Response:
+    """The whole lesson page with the lab in this state (the answer without htmx)."""
+    response = lesson_page.render(request, context)
+    response.headers["Vary"] = VARY
+    return response
+
+
+# async: the work is a fraction of a millisecond of CPU, less than a hop to the thread pool.
+@router.get("/lab", name="lab", response_class=HTMLResponse)
+async def lab(request: Request) -> Response:
+    """The lab for the state in the query: results fragment (htmx), whole lab, or the whole page."""
+    context = page_context(request.query_params)
+    if request.headers.get("HX-Request") != "true":
+        return full_page(request, context)
+    panel: LabPanel = context["lab"]
+    valid = panel.view is not None
+    if request.headers.get("HX-Target") == "lab":
+        return fragment(request, "_lab.html", context, valid)
+    context.update(oob_status=True, oob_ranks=panel.parsed.resized, oob_carry=valid)
+    return fragment(request, "_lab_results.html", context, valid)
+
+
+@router.get("/lab/ring", name="lab_ring", response_class=HTMLResponse)
+async def lab_ring(request: Request) -> Response:
+    """The ring all-reduce panel for the query: results fragment (htmx) or the whole page."""
+    context = page_context(request.query_params)
+    if request.headers.get("HX-Request") != "true":
+        return full_page(request, context)
+    ring: RingPanel = context["ring"]
+    valid = ring.view is not None
+    context["oob_carry"] = valid
+    return fragment(request, "_lab_ring_results.html", context, valid)

@@ -1,0 +1,93 @@
+"""The lesson page: the lesson (rendered once at start), this visitor's score, and the lab.
+
+It knows nothing of the lab's state: callers pass the lab's template context in (from
+``app.lab.panel.page_context``), so the lab's routes and the pages' routes both render the page
+through here and nothing below imports them.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI, Request
+from jinja2 import TemplateNotFound
+from starlette.responses import Response
+
+from app.lesson.quiz import AnswerError, Verdict, read_results, score
+from app.lesson.render import RenderedLesson, render_lesson
+from app.templating import templates
+
+SCORE_COOKIE = "atlas_quiz"
+SCORE_COOKIE_AGE = 60 * 60 * 24 * 365
+# The lab's partial follows this section, and the table of contents lists it there.
+LAB_AFTER = "section-6"
+LAB_TEMPLATE = "_lab.html"
+PAGE_TEMPLATE = "lesson.html"
+# The page shows this visitor's score (from the cookie): no shared cache may keep it.
+PERSONAL = "private, no-cache"
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """What one question shows after a submission: a verdict, or why none could be given."""
+
+    verdict: Verdict | None = None
+    error: AnswerError | None = None
+
+
+def _template_exists(name: str) -> bool:
+    try:
+        templates.get_template(name)
+    except TemplateNotFound:
+        return False
+    return True
+
+
+def prepare(app: FastAPI) -> None:
+    """Render the lesson once for all requests (after the lifespan has loaded it)."""
+    app.state.rendered_lesson = render_lesson(app.state.lesson)
+    app.state.lab_available = _template_exists(LAB_TEMPLATE)
+
+
+def rendered(request: Request) -> RenderedLesson:
+    lesson: RenderedLesson = request.app.state.rendered_lesson
+    return lesson
+
+
+def results(request: Request) -> dict[str, bool]:
+    """This visitor's verified answers (a forged or stale cookie reads as none)."""
+    questions = [q.question for q in rendered(request).questions]
+    secret = request.app.state.settings.secret_key
+    return read_results(request.cookies.get(SCORE_COOKIE), secret, questions)
+
+
+def context(
+    request: Request,
+    lab: Mapping[str, Any],
+    answers: Mapping[str, bool],
+    feedback: Mapping[str, Feedback] | None = None,
+    quiz_error: AnswerError | None = None,
+) -> dict[str, Any]:
+    """The whole page's template context: the lab's (``lab``), the lesson's and the score's."""
+    lesson = rendered(request)
+    return {
+        **lab,
+        "lesson": lesson,
+        "lab_after": LAB_AFTER,
+        "lab_available": request.app.state.lab_available,
+        "feedback": feedback or {},
+        "quiz_error": quiz_error,
+        "score": score(answers, [q.question for q in lesson.questions]),
+    }
+
+
+def render(request: Request, lab: Mapping[str, Any], status_code: int | None = None) -> Response:
+    """The whole lesson page for a GET, with the lab in the state its context was built from.
+
+    A lab state that cannot be computed still renders, with its message: 422.
+    """
+    page = context(request, lab, results(request))
+    status = status_code if status_code is not None else page.get("lab_status_code", 200)
+    response = templates.TemplateResponse(request, PAGE_TEMPLATE, page, status_code=status)
+    response.headers["Cache-Control"] = PERSONAL
+    return response
