@@ -10,6 +10,7 @@ Errors quote the input they refuse only as a short prefix (``short``), never who
 """
 
 import asyncio
+import reprlib
 from typing import Any
 
 from fastapi.encoders import jsonable_encoder
@@ -29,14 +30,33 @@ def short(value: object, limit: int = ECHO_CHARS) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
+# reprlib stops after a few entries and levels: a huge input is never walked to be quoted.
+_BOUNDED = reprlib.Repr()
+_BOUNDED.maxlevel, _BOUNDED.maxlist, _BOUNDED.maxdict = 3, 8, 8
+_BOUNDED.maxstring, _BOUNDED.maxother = ECHO_CHARS, 40
+
+
 def _echo(value: Any) -> Any:
     """An error's ``input``: small values as they are, anything larger as a short prefix."""
     if isinstance(value, str):
         return short(value)
     if isinstance(value, int | float | bool) or value is None:
         return value
-    text = repr(value)
-    return value if len(text) <= ECHO_CHARS else short(text)
+    text = _BOUNDED.repr(value)
+    if len(text) <= ECHO_CHARS and "..." not in text:
+        return value
+    size = f" ({len(value)} entries)" if isinstance(value, list | dict) else ""
+    return short(text) + size
+
+
+def _located(item: dict[str, Any]) -> dict[str, Any]:
+    """A check across the body (a model validator) locates its error at the body; when it names
+    one field (``ctx.field``), the error's ``loc`` ends with that field, like a field's own."""
+    field = (item.get("ctx") or {}).get("field")
+    loc = tuple(item.get("loc", ()))
+    if isinstance(field, str) and field.isidentifier() and loc and loc[-1] != field:
+        return {**item, "loc": (*loc, field)}
+    return item
 
 
 async def validation_error(request: Request, error: Exception) -> JSONResponse:
@@ -45,9 +65,10 @@ async def validation_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, RequestValidationError)
     errors = list(error.errors())
     shown = [
-        {**item, "input": _echo(item["input"])} if "input" in item else item for item in errors
+        _located({**item, "input": _echo(item["input"])} if "input" in item else item)
+        for item in errors[:MAX_ERRORS_LISTED]
     ]
-    content: dict[str, Any] = {"detail": jsonable_encoder(shown[:MAX_ERRORS_LISTED])}
+    content: dict[str, Any] = {"detail": jsonable_encoder(shown)}
     if len(errors) > MAX_ERRORS_LISTED:
         content["errors_total"] = len(errors)
     return JSONResponse(content, status_code=422)

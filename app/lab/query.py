@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 from pydantic import ValidationError
 
 from app.lab.fields import FieldError, input_id, label, validation_errors
-from app.lab.state import MAX_RANKS, GradientRequest, RingRequest
+from app.lab.state import MAX_ITEMS, MAX_RANKS, GradientRequest, RingRequest
 
 DEFAULT_STEPS = 30
 NEW_RANK_COUNT = "4"
@@ -171,8 +171,39 @@ def lab_input(form: LabForm) -> dict[str, Any]:
 # ---- reading the query into a form -------------------------------------------------------------
 
 
+# Per-rank parameters and what separates their ranks (and, for item lists, their items).
+RANK_SEPARATORS = {"counts": ",", "means": ",", "targets": ";", "weights": ";"}
+
+
+def oversized_query(query: Mapping[str, str]) -> FieldError | None:
+    """More ranks or items than the model takes, counted on the raw text before anything is
+    split, so a huge URL or form costs a count of separators and renders no input."""
+    for name, separator in RANK_SEPARATORS.items():
+        values = _values(query, name)
+        if not values:
+            continue
+        ranks = len(values) if len(values) > 1 else values[0].count(separator) + 1
+        if ranks > MAX_RANKS:
+            message = f"at most {MAX_RANKS} ranks (one entry per rank); this state gives {ranks}"
+            return FieldError(name, input_id(name), f"{label(name)}: {message}")
+        if separator == ";":
+            items = sum(value.count(",") + 1 for value in values)
+            if items > MAX_ITEMS:
+                message = f"at most {MAX_ITEMS} items in all; this state gives {items}"
+                return FieldError(name, input_id(name), f"{label(name)}: {message}")
+    return None
+
+
 def read_lab_form(query: Mapping[str, str]) -> tuple[LabForm, list[FieldError], bool]:
-    """The raw form from a query, a ``P`` error if any, and whether ``P`` resized it."""
+    """The raw form from a query, a ``P`` error if any, and whether ``P`` resized it.
+
+    A state with more ranks or items than the model takes reads as the lesson's example with
+    the error: what was sent is neither split nor shown.
+    """
+    too_large = oversized_query(query)
+    if too_large is not None:
+        base = LESSON_ITEMS if too_large.param in ("targets", "weights") else LESSON_MEANS
+        return base, [too_large], False
     mode: Mode = "items" if "targets" in query else "means"
     has_state = any(name in query for name in ("counts", "means", "targets", "weights"))
     base = LESSON_ITEMS if mode == "items" else LESSON_MEANS
