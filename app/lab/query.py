@@ -175,6 +175,14 @@ def lab_input(form: LabForm) -> dict[str, Any]:
 RANK_SEPARATORS = {"counts": ",", "means": ",", "targets": ";", "weights": ";"}
 
 
+def _item_count(text: str) -> int:
+    """How many items ``_number_list`` reads from one rank's text, without splitting it."""
+    text = text.strip()
+    if not text:
+        return 0
+    return text.count(",") + (0 if text.endswith(",") else 1)
+
+
 def oversized_query(query: Mapping[str, str]) -> FieldError | None:
     """More ranks or items than the model takes, counted on the raw text before anything is
     split, so a huge URL or form costs a count of separators and renders no input."""
@@ -187,7 +195,9 @@ def oversized_query(query: Mapping[str, str]) -> FieldError | None:
             message = f"at most {MAX_RANKS} ranks (one entry per rank); this state gives {ranks}"
             return FieldError(name, input_id(name), f"{label(name)}: {message}")
         if separator == ";":
-            items = sum(value.count(",") + 1 for value in values)
+            # At most MAX_RANKS segments now: counting per rank is cheap and exact.
+            segments = values if len(values) > 1 else values[0].split(separator)
+            items = sum(_item_count(segment) for segment in segments)
             if items > MAX_ITEMS:
                 message = f"at most {MAX_ITEMS} items in all; this state gives {items}"
                 return FieldError(name, input_id(name), f"{label(name)}: {message}")
