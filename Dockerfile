@@ -3,10 +3,10 @@
 #   docker build -t atlas-lesson .
 #   docker run -p 8000:8000 atlas-lesson
 #
-# BASE is a Debian 12 (bookworm) slim root file system; its python3 is 3.11. With a registry at hand
-# use --build-arg BASE=docker.io/library/debian:bookworm-slim; scripts/verify-image builds the same
-# thing locally with debootstrap and names it localhost/atlas-base:bookworm.
-ARG BASE=localhost/atlas-base:bookworm
+# BASE is Debian 12 (bookworm) slim, whose python3 is 3.11: the public image by default.
+# scripts/verify-image builds the same file system locally with debootstrap (no registry there)
+# and passes it with --build-arg BASE=localhost/atlas-base:bookworm.
+ARG BASE=docker.io/library/debian:bookworm-slim
 
 FROM ${BASE} AS build
 # torch comes only from an index or folder that holds the CPU build, never PyPI's CUDA build.
@@ -28,24 +28,33 @@ ENV PATH=/opt/venv/bin:$PATH \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python3 -m venv /opt/venv
-# Same pin as the `torch` extra in pyproject.toml (scripts/verify-image checks they agree).
+# Same pin as the `torch` extra in pyproject.toml (scripts/verify-image checks they agree). torch
+# alone (--no-deps) from the CPU index; its small dependencies come below, pinned, with the app's.
 # C++ headers, CMake files, test binaries and test libraries are for building extensions and
-# testing torch itself; the confirmation never uses them (about 200 MB).
+# testing torch itself; the confirmation never uses them (bench/README.md says what it saves).
 # torch is pinned; hadolint misreads the find-links expansion as an unpinned package.
 # hadolint ignore=DL3013
-RUN pip install --index-url "$TORCH_INDEX_URL" ${TORCH_FIND_LINKS:+--find-links "$TORCH_FIND_LINKS"} \
-        "torch==2.13.0" \
+RUN pip install --no-deps --index-url "$TORCH_INDEX_URL" \
+        ${TORCH_FIND_LINKS:+--find-links "$TORCH_FIND_LINKS"} "torch==2.13.0" \
  && torch_dir="$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/torch" \
  && rm -rf "$torch_dir/include" "$torch_dir/share" "$torch_dir/test" \
  && find "$torch_dir/bin" -mindepth 1 ! -name torch_shm_manager -exec rm -rf {} + \
- && find "$torch_dir/lib" -name '*_test.so' -delete
-COPY pyproject.toml /src/pyproject.toml
-# The app runs from /app (its templates and data sit beside the package), so only its
-# dependencies go into the venv, read from pyproject.toml.
+ && find "$torch_dir/lib" \( -name '*_test.so' -o -name 'libaoti_custom_ops.so' \
+        -o -name 'libbackend_with_compiler.so' -o -name '*.a' \) -delete
+# Every version comes from requirements/constraints.txt (`make lock`); the app runs from /app
+# (its templates and data sit beside the package), so only its dependencies go into the venv,
+# read from pyproject.toml, with torch's (torch itself is already there and satisfies the pin).
+# The test suites that numpy, sympy (torch's), networkx and mpmath ship are never imported.
+COPY pyproject.toml requirements/constraints.txt /src/
 RUN python3 -c 'import tomllib; print(*tomllib.load(open("/src/pyproject.toml", "rb"))["project"]["dependencies"], sep="\n")' \
         > /src/requirements.txt \
  && pip install --index-url "$INDEX_URL" ${EXTRA_INDEX_URL:+--extra-index-url "$EXTRA_INDEX_URL"} \
-        -r /src/requirements.txt
+        -c /src/constraints.txt -r /src/requirements.txt "torch==2.13.0" \
+ && python3 -c 'import importlib.metadata as m; assert m.version("torch").startswith("2.13.0")' \
+ && site="$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
+ && for package in numpy sympy networkx mpmath; do \
+        find "$site/$package" -type d -name tests -prune -exec rm -rf {} +; \
+    done
 
 FROM ${BASE} AS runtime
 SHELL ["/bin/sh", "-eu", "-c"]

@@ -1,40 +1,76 @@
 # Two commands for a fresh machine: `make run` and `make test`.
 PYTHON ?= python3
-VENV   := .venv
+VENV   ?= .venv
 BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test lint fmt bench verify-image clean
+# torch (the confirmation only): the CPU build, from PyTorch's own CPU index unless pip's
+# configuration already supplies a CPU build (scripts/install-torch decides and says which).
+# TORCH_INDEX_URL=<a mirror>, or https://download.pytorch.org/whl/cu128 for the CUDA build on
+# purpose (a venv that has torch keeps it: `make clean` first); WITH_TORCH=no installs none and
+# serves everything but the confirmation.
+TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
+WITH_TORCH      ?= yes
+TORCH_PIN       := $(shell sed -n 's/^torch = \["\(torch==[^"]*\)"\]/\1/p' pyproject.toml)
+TORCH_ARGS       = --pin '$(TORCH_PIN)' --index-url '$(TORCH_INDEX_URL)' \
+                   --index-url-origin '$(origin TORCH_INDEX_URL)' --with-torch '$(WITH_TORCH)'
+TORCH_STAMP     := $(if $(filter no,$(WITH_TORCH)),,$(VENV)/.torch-installed)
+HAS_TORCH        = $(BIN)/python -c 'import importlib.util as u, sys; sys.exit(not u.find_spec("torch"))'
+# The version of every package pip installs, generated from pyproject.toml by `make lock`.
+CONSTRAINTS     ?= requirements/constraints.txt
+PIP_INSTALL      = $(BIN)/python -m pip install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 
-# The torch extra is pinned to a CPU build (torch==2.13.0); see pyproject.toml.
-$(VENV)/.run-installed: pyproject.toml
+# The Python scripts `make` runs (no .py suffix: ruff and mypy are given them by name).
+SCRIPTS          = scripts/install-torch scripts/serve scripts/lock
+
+.PHONY: run test lint fmt bench lock torch-plan verify-image clean
+
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[torch]'
+
+$(VENV)/.torch-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python scripts/install-torch $(TORCH_ARGS) --stamp $@
+
+# torch's own dependencies come with the torch extra, from pip's ordinary indexes, once torch is
+# there (never the extra alone: on Linux PyPI would bring the CUDA build).
+$(VENV)/.run-installed: pyproject.toml $(CONSTRAINTS) $(TORCH_STAMP) | $(BIN)/python
+	if $(HAS_TORCH); then $(PIP_INSTALL) -e '.[torch]'; else $(PIP_INSTALL) -e .; fi
 	touch $@
 
-$(VENV)/.test-installed: pyproject.toml $(VENV)/.run-installed
-	$(BIN)/python -m pip install -q -e '.[torch,test]'
+$(VENV)/.test-installed: pyproject.toml $(CONSTRAINTS) $(VENV)/.run-installed
+	if $(HAS_TORCH); then $(PIP_INSTALL) -e '.[torch,test]'; else $(PIP_INSTALL) -e '.[test]'; fi
 	touch $@
 
+# Prints the address once the server answers; Ctrl-C stops it (exit 0, no process left).
 run: $(VENV)/.run-installed
-	$(BIN)/uvicorn app.main:app --host $(HOST) --port $(PORT)
+	$(if $(filter no,$(WITH_TORCH)),ATLAS_CONFIRM_ENABLED=false) \
+	    $(BIN)/python scripts/serve --host $(HOST) --port $(PORT)
 
 lint: $(VENV)/.test-installed
-	$(BIN)/ruff check app tests bench
-	$(BIN)/ruff format --check app tests bench
+	$(BIN)/ruff check app tests bench $(SCRIPTS)
+	$(BIN)/ruff format --check app tests bench $(SCRIPTS)
 	$(BIN)/mypy
+	for script in $(SCRIPTS); do $(BIN)/mypy --strict --no-error-summary $$script || exit 1; done
 
 fmt: $(VENV)/.test-installed
-	$(BIN)/ruff format app tests bench
-	$(BIN)/ruff check --fix app tests bench
+	$(BIN)/ruff format app tests bench $(SCRIPTS)
+	$(BIN)/ruff check --fix app tests bench $(SCRIPTS)
 
 test: lint
 	$(BIN)/pytest
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python -m bench
+
+# Regenerate the constraints from pyproject.toml (after changing a dependency there).
+lock: | $(BIN)/python
+	$(BIN)/python scripts/lock --pyproject pyproject.toml --output $(CONSTRAINTS)
+
+# Where torch would come from, and the pip command; installs nothing.
+torch-plan: | $(BIN)/python
+	@$(BIN)/python scripts/install-torch $(TORCH_ARGS) --plan
 
 verify-image:
 	bash scripts/verify-image

@@ -33,8 +33,9 @@ from app.settings import Settings
 log = logging.getLogger("atlas.confirm")
 
 INSTALL_HINT = (
-    "PyTorch is not installed on this server, so the real torch.distributed run is unavailable."
-    " Install the torch extra: pip install -e '.[torch]' (or run `make run`, which installs it)."
+    "PyTorch is not installed on this server, so the real torch.distributed run is unavailable;"
+    " everything else works. `make run` installs the CPU build (unless WITH_TORCH=no), or by"
+    " hand: pip install -e '.[torch]' --extra-index-url https://download.pytorch.org/whl/cpu"
 )
 DISABLED = (
     "The torch.distributed confirmation is turned off on this server (ATLAS_CONFIRM_ENABLED=false)."
@@ -87,9 +88,10 @@ class ConfirmService:
         """Take the pool's lock and start it in the background, or watch for the lock."""
         if not self.settings.confirm_enabled:
             self._off_message = DISABLED
-            return
-        if not torch_installed():
+        elif not torch_installed():
             self._off_message = INSTALL_HINT
+        if self._off_message:
+            log.warning("%s", self._off_message)
             return
         try:
             self.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -1,0 +1,376 @@
+"""The Makefile on a new machine: where torch comes from, `make run` without torch, and Ctrl-C.
+
+Where torch comes from is decided by scripts/install-torch through `make torch-plan`, which runs
+the real decision (pip's real dry-run resolution) against fake pip configurations holding tiny
+fake wheels, and installs nothing. `make run` runs for real on a pseudo-terminal, so Ctrl-C is
+the terminal's own: the line discipline sends SIGINT to the foreground process group.
+"""
+
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import tomllib
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import ROOT, free_port
+
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH_PIN = "torch==2.13.0"
+
+
+def fake_wheel(folder: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> None:
+    """A wheel with nothing in it but metadata: enough for pip to resolve it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dist = f"{name.replace('-', '_')}-{version}"
+    metadata = "\n".join(
+        ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+        + [f"Requires-Dist: {requirement}" for requirement in requires]
+    )
+    wheel = "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    with zipfile.ZipFile(folder / f"{dist}-py3-none-any.whl", "w") as archive:
+        archive.writestr(f"{dist}.dist-info/METADATA", metadata + "\n")
+        archive.writestr(f"{dist}.dist-info/WHEEL", wheel)
+        archive.writestr(f"{dist}.dist-info/RECORD", "")
+
+
+def pip_env(config: Path | str) -> dict[str, str]:
+    """This environment with pip's variables replaced by one configuration file."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = str(config)
+    # A fake folder must answer quickly; never wait on a network timeout here.
+    env["PIP_DEFAULT_TIMEOUT"] = "10"
+    return env
+
+
+def offline_config(tmp_path: Path, wheels: Path) -> Path:
+    """A pip configuration that knows only a folder of wheels (like a company mirror would)."""
+    wheels.mkdir(parents=True, exist_ok=True)
+    config = tmp_path / "pip.conf"
+    config.write_text(f"[global]\nno-index = true\nfind-links = {wheels}\n")
+    return config
+
+
+def torch_plan(env: dict[str, str], *make_args: str) -> str:
+    done = subprocess.run(
+        ["make", "-s", "torch-plan", *make_args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return done.stdout
+
+
+def test_plan_takes_the_cpu_build_pip_configuration_supplies(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    fake_wheel(wheels, "torch", "2.13.0+cpu")
+    plan = torch_plan(pip_env(offline_config(tmp_path, wheels)))
+    assert "source: configuration (torch==2.13.0+cpu, no CUDA package)" in plan
+    assert f"command: install --no-deps {TORCH_PIN}" in plan
+    assert "--index-url" not in plan
+
+
+def test_plan_refuses_the_cuda_build_pip_configuration_would_bring(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    fake_wheel(wheels, "torch", "2.13.0", requires=("nvidia-cublas-cu12", "triton"))
+    fake_wheel(wheels, "nvidia-cublas-cu12", "12.8.4.1")
+    fake_wheel(wheels, "triton", "3.7.1")
+    plan = torch_plan(pip_env(offline_config(tmp_path, wheels)))
+    assert (
+        "resolves torch==2.13.0 to the CUDA build: 2 packages, nvidia-cublas-cu12, triton)" in plan
+    )
+    assert f"command: install --no-deps --index-url {CPU_INDEX} {TORCH_PIN}" in plan
+
+
+def test_plan_uses_the_cpu_index_when_configuration_has_no_torch(tmp_path: Path) -> None:
+    plan = torch_plan(pip_env(offline_config(tmp_path, tmp_path / "empty")))
+    assert "pip's configuration cannot resolve torch==2.13.0" in plan
+    assert f"--index-url {CPU_INDEX} {TORCH_PIN}" in plan
+
+
+def test_plan_uses_the_cpu_index_without_any_pip_configuration() -> None:
+    """An ordinary host: pip knows only PyPI, whose Linux torch is the CUDA build."""
+    plan = torch_plan(pip_env(os.devnull))
+    assert "pip's configuration names no index" in plan
+    assert f"--index-url {CPU_INDEX} {TORCH_PIN}" in plan
+
+
+@pytest.mark.parametrize("how", ["command line", "environment"])
+def test_plan_uses_a_torch_index_the_user_chose_without_asking_pip(
+    tmp_path: Path, how: str
+) -> None:
+    """A chosen index wins even over a configuration that supplies a CPU build."""
+    wheels = tmp_path / "wheels"
+    fake_wheel(wheels, "torch", "2.13.0+cpu")
+    env = pip_env(offline_config(tmp_path, wheels))
+    cuda = "https://download.pytorch.org/whl/cu128"
+    if how == "environment":
+        plan = torch_plan({**env, "TORCH_INDEX_URL": cuda})
+    else:
+        plan = torch_plan(env, f"TORCH_INDEX_URL={cuda}")
+    assert f"source: index {cuda} (TORCH_INDEX_URL from the {how})" in plan
+    assert f"command: install --no-deps --index-url {cuda} {TORCH_PIN}" in plan
+
+
+def test_plan_installs_nothing_with_with_torch_no() -> None:
+    plan = torch_plan(pip_env(os.devnull), "WITH_TORCH=no")
+    assert "source: none (WITH_TORCH=no)" in plan
+    assert "command: (none)" in plan
+
+
+def test_with_torch_no_turns_the_confirmation_off_even_where_torch_is_installed() -> None:
+    def run_command(*args: str) -> str:
+        return subprocess.run(
+            ["make", "-n", "run", "PORT=9999", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    off = run_command("WITH_TORCH=no")
+    assert "ATLAS_CONFIRM_ENABLED=false" in off
+    assert "install-torch" not in off, "WITH_TORCH=no never installs torch"
+    assert "ATLAS_CONFIRM_ENABLED" not in run_command()
+    assert "scripts/serve --host 127.0.0.1 --port 9999" in off
+
+
+def test_makefile_torch_pin_is_pyprojects() -> None:
+    done = subprocess.run(
+        ["make", "-s", "-p", "-n", "torch-plan"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert f"TORCH_PIN := {TORCH_PIN}" in done.stdout
+    assert f'torch = ["{TORCH_PIN}"]' in (ROOT / "pyproject.toml").read_text()
+    assert TORCH_PIN in (ROOT / "requirements" / "constraints.txt").read_text().splitlines()
+
+
+# --- make run on a terminal -------------------------------------------------------------------
+
+
+@dataclass
+class Terminal:
+    """A process on its own pseudo-terminal, everything it writes collected."""
+
+    pid: int
+    fd: int
+    output: bytearray = field(default_factory=bytearray)
+    reader: threading.Thread | None = None
+
+    def text(self) -> str:
+        return self.output.decode(errors="replace")
+
+    def ctrl_c(self) -> None:
+        os.write(self.fd, b"\x03")
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                if self.reader is not None:
+                    self.reader.join(timeout=5)
+                return os.waitstatus_to_exitcode(status)
+            time.sleep(0.1)
+        raise AssertionError(f"still running {timeout} s after Ctrl-C:\n{self.text()[-3000:]}")
+
+
+def _drain(terminal: Terminal) -> None:
+    while True:
+        ready, _, _ = select.select([terminal.fd], [], [], 0.5)
+        if not ready:
+            try:
+                if os.waitpid(terminal.pid, os.WNOHANG)[0]:
+                    return
+            except ChildProcessError:
+                return
+            continue
+        try:
+            chunk = os.read(terminal.fd, 65536)
+        except OSError:  # EIO: the terminal's last process is gone
+            return
+        if not chunk:
+            return
+        terminal.output += chunk
+
+
+def on_terminal(command: list[str], env: dict[str, str]) -> Terminal:
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: a new session whose controlling terminal is the pty
+        try:
+            # An interactive shell leaves SIGINT at its default for a foreground command.
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.chdir(ROOT)
+            os.execvpe(command[0], command, env)
+        finally:
+            os._exit(127)
+    terminal = Terminal(pid=pid, fd=fd)
+    terminal.reader = threading.Thread(target=_drain, args=(terminal,), daemon=True)
+    terminal.reader.start()
+    return terminal
+
+
+def processes_with(marker: str) -> dict[int, str]:
+    """Live processes whose environment or command line holds the marker: pid -> command."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            seen = (proc / "environ").read_bytes() + (proc / "cmdline").read_bytes()
+            if marker.encode() in seen and (proc / "stat").read_text().split()[2] != "Z":
+                found[int(proc.name)] = (
+                    (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                )
+        except OSError:
+            continue
+    return found
+
+
+def wait_until_none(marker: str, timeout: float = 10.0) -> dict[int, str]:
+    deadline = time.monotonic() + timeout
+    while (left := processes_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def wait_for(url: str, terminal: Terminal, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.waitpid(terminal.pid, os.WNOHANG)[0]:
+            raise AssertionError(f"make run ended before serving:\n{terminal.text()[-3000:]}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"{url} not 200 within {timeout} s:\n{terminal.text()[-3000:]}")
+
+
+@pytest.fixture
+def runtime_dir(tmp_path: Path) -> Iterator[Path]:
+    """The pool's runtime folder for one server; its path marks every process of that server."""
+    path = tmp_path / "atlas-runtime"
+    yield path
+    for pid in processes_with(str(path)):  # only if the test failed half-way
+        os.kill(pid, signal.SIGKILL)
+
+
+def lesson_example_gradient(url: str) -> dict[str, float]:
+    body = {"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10}
+    answer: dict[str, float] = httpx.post(f"{url}/api/gradient", json=body, timeout=10).json()
+    return answer
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_make_run_prints_the_address_and_ctrl_c_exits_0_leaving_no_rank(runtime_dir: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "ATLAS_CONFIRM_RUNTIME_DIR": str(runtime_dir), "PORT": str(port)}
+    env.pop("MAKEFLAGS", None)
+    terminal = on_terminal(["make", "run"], env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(f"{url}/healthz", terminal, timeout=300)
+        deadline = time.monotonic() + 120
+        while httpx.get(f"{url}/api/confirm/status").json()["state"] != "ready":
+            assert time.monotonic() < deadline, "the pool did not become ready"
+            time.sleep(0.3)
+        ranks = {pid for pid, cmd in processes_with(str(runtime_dir)).items() if "worker" in cmd}
+        assert len(ranks) == 8, "the pool runs its 8 ranks"
+        assert lesson_example_gradient(url)["global_gradient"] == 2.5
+        deadline = time.monotonic() + 10
+        while f"http://127.0.0.1:{port}/" not in terminal.text():
+            assert time.monotonic() < deadline, f"no address printed:\n{terminal.text()}"
+            time.sleep(0.1)
+    finally:
+        terminal.ctrl_c()
+        code = terminal.wait(timeout=60)
+    log = terminal.text()
+    assert code == 0, f"make run exited {code} after Ctrl-C:\n{log[-3000:]}"
+    assert "make: ***" not in log
+    assert "Traceback" not in log
+    assert "Application shutdown complete" in log
+    assert wait_until_none(str(runtime_dir)) == {}, "processes outlived make run"
+
+
+@pytest.mark.slow
+def test_make_run_without_torch_serves_all_but_the_confirmation(
+    tmp_path: Path, runtime_dir: Path
+) -> None:
+    """A fresh venv whose torch install fails (an index without torch): the server still runs."""
+    empty_index = tmp_path / "empty-index"
+    empty_index.mkdir()
+    venv = tmp_path / "venv"
+    port = free_port()
+    # pip keeps this machine's indexes for the app's packages, but no wheel folder with torch.
+    env = {
+        **os.environ,
+        "ATLAS_CONFIRM_RUNTIME_DIR": str(runtime_dir),
+        "PIP_FIND_LINKS": str(empty_index),
+    }
+    env.pop("MAKEFLAGS", None)
+    command = [
+        "make",
+        "run",
+        f"VENV={venv}",
+        f"PORT={port}",
+        f"TORCH_INDEX_URL=file://{empty_index}",
+        f"PYTHON={shutil.which('python3') or 'python3'}",
+    ]
+    terminal = on_terminal(command, env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(f"{url}/healthz", terminal, timeout=480)
+        assert httpx.get(f"{url}/healthz").json()["torch_installed"] is False
+        assert lesson_example_gradient(url)["rank_mean_gradient"] == 2.0
+        confirm = httpx.post(
+            f"{url}/api/confirm", json={"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10}
+        )
+        assert confirm.status_code == 503
+        assert "PyTorch is not installed on this server" in confirm.json()["detail"]
+        assert "PyTorch is not installed on this server" in httpx.get(f"{url}/").text
+    finally:
+        terminal.ctrl_c()
+        code = terminal.wait(timeout=60)
+    log = terminal.text()
+    assert "torch: WARNING: torch==2.13.0 could not be installed" in log
+    assert "PyTorch is not installed on this server" in log, "the server's log says so too"
+    assert f"http://127.0.0.1:{port}/" in log
+    assert code == 0, f"make run exited {code} after Ctrl-C:\n{log[-3000:]}"
+    assert not (venv / ".torch-installed").exists(), "a failed install leaves no stamp"
+    assert wait_until_none(str(runtime_dir)) == {}
+
+
+def test_constraints_pin_every_requirement_of_pyproject_within_its_range() -> None:
+    """requirements/constraints.txt is current: `make lock` ran after pyproject.toml changed."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = [Requirement(text) for text in project["dependencies"]] + [
+        Requirement(text) for extra in project["optional-dependencies"].values() for text in extra
+    ]
+    pinned = {}
+    for line in (ROOT / "requirements" / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            pinned[canonicalize_name(name)] = version
+    for requirement in wanted:
+        version = pinned.get(canonicalize_name(requirement.name))
+        assert version is not None, f"{requirement.name} is not pinned: run make lock"
+        assert requirement.specifier.contains(version), f"{requirement} but pinned {version}"
+    assert not any(name.startswith("nvidia") for name in pinned), "the CPU build needs no CUDA"
