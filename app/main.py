@@ -14,7 +14,7 @@ from app.lab import routes as lab
 from app.lesson.loader import LessonLoadError, load_lesson
 from app.limits import RequestLimits, validation_error
 from app.routes import api, confirm, docs, health, pages
-from app.secretkey import server_secret
+from app.secretkey import signing_key
 from app.security import SameOriginMiddleware, SecurityHeadersMiddleware
 from app.settings import Settings, get_settings
 from app.templating import AssetFiles
@@ -26,7 +26,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app: settings, lifespan (load the lesson once), middleware, static, routers."""
     settings = settings or get_settings()
     if not settings.secret_key:
-        key = server_secret(settings.confirm_runtime_dir)
+        key = signing_key(settings.confirm_runtime_dir)
         settings = settings.model_copy(update={"secret_key": key})
 
     @asynccontextmanager

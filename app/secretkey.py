@@ -90,3 +90,19 @@ def server_secret(folder: Path) -> str:
     if not key:
         raise SecretKeyError(f"{target} is empty; remove it or set ATLAS_SECRET_KEY")
     return key
+
+
+def signing_key(folder: Path) -> str:
+    """``server_secret``, or, if the runtime folder cannot hold it, a key for this process
+    alone (logged: with several workers, scores then hold only on the worker that signed them).
+    The server still starts: only the shared key is lost, not the lesson."""
+    try:
+        return server_secret(folder)
+    except (OSError, SecretKeyError) as error:
+        log.error(
+            "cannot share a generated signing key through %s (%s): this worker signs with its"
+            " own key; set ATLAS_SECRET_KEY so every worker shares one",
+            folder,
+            error,
+        )
+        return secrets.token_urlsafe(32)

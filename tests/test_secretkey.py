@@ -135,3 +135,15 @@ def test_start_logs_that_scores_reset(tmp_path: Path) -> None:
         check=True,
     )
     assert "scores reset when the server restarts" in result.stderr
+
+
+def test_an_unusable_runtime_folder_still_starts_with_a_key_of_its_own(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    settings = Settings(secret_key="", confirm_runtime_dir=blocker / "pool", confirm_enabled=False)
+    with caplog.at_level("ERROR", logger="atlas"):
+        key = create_app(settings).state.settings.secret_key
+    assert len(key) >= 40
+    assert "set ATLAS_SECRET_KEY" in caplog.text
