@@ -44,7 +44,8 @@ def test_lab_rank_limit_at_under_and_over(web: TestClient, ranks: int, status: i
         (error,) = lab_errors(response.text)
         assert error.startswith("counts")
         assert f"at most {MAX_RANKS} ranks" in error
-        assert f"gives {ranks}" in error
+        assert f"the request gives {ranks}" in error
+        assert "lesson's example instead" in error
 
 
 def test_an_oversized_lab_url_is_refused_quickly_and_shortly(web: TestClient) -> None:

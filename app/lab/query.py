@@ -171,6 +171,8 @@ def lab_input(form: LabForm) -> dict[str, Any]:
 # ---- reading the query into a form -------------------------------------------------------------
 
 
+# An oversized state is not shown back (it is not even split): the form holds the lesson's example.
+SHOWN_INSTEAD = " (the form shows the lesson's example instead)"
 # Per-rank parameters and what separates their ranks (and, for item lists, their items).
 RANK_SEPARATORS = {"counts": ",", "means": ",", "targets": ";", "weights": ";"}
 
@@ -192,14 +194,16 @@ def oversized_query(query: Mapping[str, str]) -> FieldError | None:
             continue
         ranks = len(values) if len(values) > 1 else values[0].count(separator) + 1
         if ranks > MAX_RANKS:
-            message = f"at most {MAX_RANKS} ranks (one entry per rank); this state gives {ranks}"
+            message = f"at most {MAX_RANKS} ranks; the request gives {ranks}{SHOWN_INSTEAD}"
             return FieldError(name, input_id(name), f"{label(name)}: {message}")
         if separator == ";":
             # At most MAX_RANKS segments now: counting per rank is cheap and exact.
             segments = values if len(values) > 1 else values[0].split(separator)
             items = sum(_item_count(segment) for segment in segments)
             if items > MAX_ITEMS:
-                message = f"at most {MAX_ITEMS} items in all; this state gives {items}"
+                message = (
+                    f"at most {MAX_ITEMS} items in all; the request gives {items}{SHOWN_INSTEAD}"
+                )
                 return FieldError(name, input_id(name), f"{label(name)}: {message}")
     return None
 
