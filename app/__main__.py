@@ -30,6 +30,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
     parser.add_argument("--no-access-log", action="store_true", help="no per-request log lines")
     parser.add_argument(
+        "--no-server-header", action="store_true", help="no 'server: uvicorn' header"
+    )
+    parser.add_argument(
         "--forwarded-allow-ips",
         default=None,
         help="proxy addresses whose X-Forwarded-For/-Proto are trusted (uvicorn's default)",
@@ -50,6 +53,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         timeout_keep_alive=max(1, round(settings.keep_alive_s)),
         log_level=args.log_level,
         access_log=not args.no_access_log,
+        server_header=not args.no_server_header,
         forwarded_allow_ips=args.forwarded_allow_ips,
         root_path=args.root_path,
     )
