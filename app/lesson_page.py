@@ -14,14 +14,13 @@ from jinja2 import TemplateNotFound
 from starlette.responses import Response
 
 from app.lesson.quiz import AnswerError, Verdict, read_results, score
-from app.lesson.render import RenderedLesson, render_lesson
+from app.lesson.render import RenderedLesson
 from app.templating import templates
 
 SCORE_COOKIE = "atlas_quiz"
 SCORE_COOKIE_AGE = 60 * 60 * 24 * 365
-# The lab's partial follows this section, and the table of contents lists it there.
-LAB_AFTER = "section-6"
-LAB_TEMPLATE = "_lab.html"
+# The lesson's interactive parts (app/lesson/parts.py says which, and after which section).
+LAB_TEMPLATE = "_lesson_lab.html"
 PAGE_TEMPLATE = "lesson.html"
 # The page shows this visitor's score (from the cookie): no shared cache may keep it.
 PERSONAL = "private, no-cache"
@@ -44,9 +43,8 @@ def _template_exists(name: str) -> bool:
 
 
 def prepare(app: FastAPI) -> None:
-    """Render the lesson once for all requests (after the lifespan has loaded it)."""
-    app.state.rendered_lesson = render_lesson(app.state.lesson)
-    app.state.lab_available = _template_exists(LAB_TEMPLATE)
+    """Check the page's parts once (the lesson was loaded and rendered once, with its course)."""
+    app.state.lab_available = app.state.lesson_parts.any and _template_exists(LAB_TEMPLATE)
 
 
 def rendered(request: Request) -> RenderedLesson:
@@ -58,7 +56,8 @@ def results(request: Request) -> dict[str, bool]:
     """This visitor's verified answers (a forged or stale cookie reads as none)."""
     questions = [q.question for q in rendered(request).questions]
     secret = request.app.state.settings.secret_key
-    return read_results(request.cookies.get(SCORE_COOKIE), secret, questions)
+    lesson_id = request.app.state.lesson.record.id
+    return read_results(request.cookies.get(SCORE_COOKIE), secret, questions, lesson_id)
 
 
 def context(
@@ -73,7 +72,8 @@ def context(
     return {
         **lab,
         "lesson": lesson,
-        "lab_after": LAB_AFTER,
+        "lab_after": request.app.state.lesson_parts.after_section,
+        "lesson_parts": request.app.state.lesson_parts,
         "lab_available": request.app.state.lab_available,
         "feedback": feedback or {},
         "quiz_error": quiz_error,

@@ -1,58 +1,144 @@
-"""The ASGI application: ``app.main:app``."""
+"""The ASGI application: ``app.main:app``.
+
+``ATLAS_LESSON_PATH`` names one lesson record (the lesson at ``/``, as always) or a folder of
+records (a course: the index at ``/``, each lesson at ``/learn/<slug>/`` with its lab's URLs under
+it). A lesson is one app either way; in a course it is mounted under its address.
+"""
 
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.types import ASGIApp, Lifespan, Receive, Scope, Send
 
 from app.confirm.service import ConfirmService
 from app.lab import routes as lab
-from app.lesson.loader import LessonLoadError, load_lesson
+from app.lesson.course import Course, CourseLesson, load_course
+from app.lesson.loader import LessonLoadError
 from app.limits import RequestLimits, validation_error
 from app.routes import api, confirm, docs, health, pages
+from app.routes import course as course_routes
 from app.secretkey import signing_key
 from app.security import SameOriginMiddleware, SecurityHeadersMiddleware
 from app.settings import Settings, get_settings
 from app.templating import AssetFiles
 
 log = logging.getLogger("atlas")
+VERSION = "0.1.0"
+
+
+def _title(item: CourseLesson) -> str:
+    kind = "Atlas lab" if item.parts.any else "Atlas lesson"
+    return f"{kind}: {item.lesson.record.title}"
+
+
+def _confirm_settings(settings: Settings, course: Course) -> Settings:
+    # The torch pool runs only where a lesson served has the confirmation.
+    if any(item.parts.confirm for item in course.lessons):
+        return settings
+    return settings.model_copy(update={"confirm_enabled": False})
+
+
+def _serve_lesson(app: FastAPI, course: Course, item: CourseLesson) -> None:
+    """Give ``app`` its lesson: state for the routes, its title, and the routers it needs."""
+    app.state.course = course
+    app.state.course_lesson = item
+    app.state.lesson = item.lesson
+    app.state.rendered_lesson = item.rendered
+    app.state.lesson_parts = item.parts
+    app.title = _title(item)
+    routers = [pages.router]
+    if item.parts.any:
+        routers.append(lab.router)
+    if item.parts.gradient_lab:
+        routers.append(api.router)
+    if item.parts.confirm:
+        routers.append(confirm.router)
+    for router in routers:
+        app.include_router(router)
+
+
+def _api_app(title: str, settings: Settings, lifespan: Lifespan[FastAPI] | None) -> FastAPI:
+    """A FastAPI app with this project's /docs (vendored Swagger UI; FastAPI's own pages load
+    from a CDN, and there is no /redoc), its short 422s, and the static files."""
+    app = FastAPI(title=title, version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.settings = settings
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
+    app.include_router(docs.router)
+    return app
+
+
+def _lesson_app(settings: Settings, lifespan: Lifespan[FastAPI] | None = None) -> FastAPI:
+    """An app for one lesson, before :func:`_serve_lesson` gives it its lesson."""
+    return _api_app("Atlas lesson", settings, lifespan)
+
+
+class _OwnAddress:
+    """A lesson app mounted under ``/learn/<slug>``: its ``url_for`` names its own routes, under
+    its own address (Starlette would resolve them in the outer app, from the outer root)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope = dict(scope)
+        scope.pop("router", None)
+        scope["app_root_path"] = scope.get("root_path", "")
+        await self.app(scope, receive, send)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the app: settings, lifespan (load the lesson once), middleware, static, routers."""
+    """Build the app: settings, the lesson or course (read and verified once), lifespan (refuse to
+    start without a lesson; start/stop the confirmation pool), middleware, static, routers."""
     settings = settings or get_settings()
     if not settings.secret_key:
         key = signing_key(settings.confirm_runtime_dir)
         settings = settings.model_copy(update={"secret_key": key})
+    # Read now: which routes exist, and the OpenAPI title, follow the lessons served.
+    try:
+        course: Course | None = load_course(settings.lesson_path)
+        error: LessonLoadError | None = None
+    except LessonLoadError as exc:
+        course, error = None, exc
+    mounted: list[FastAPI] = []
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        try:
-            app.state.lesson = load_lesson(settings.lesson_path)
-        except LessonLoadError as exc:
-            log.error("refusing to start: %s", exc)
-            raise
+        if course is None:
+            log.error("refusing to start: %s", error)
+            raise LessonLoadError(str(error))
         # The torch pool starts in the background: the server answers at once.
-        app.state.confirm = ConfirmService(settings)
-        await app.state.confirm.start()
-        try:
-            yield
-        finally:
-            await app.state.confirm.stop()
+        service = ConfirmService(_confirm_settings(settings, course))
+        async with AsyncExitStack() as stack:
+            for lesson_app in mounted:
+                lesson_app.state.confirm = service
+                await stack.enter_async_context(lesson_app.router.lifespan_context(lesson_app))
+            app.state.confirm = service
+            await service.start()
+            try:
+                yield
+            finally:
+                await service.stop()
 
-    app = FastAPI(
-        title="Atlas lab: uneven batches and the global gradient",
-        version="0.1.0",
-        lifespan=lifespan,
-        # /docs is app.routes.docs (vendored Swagger UI); FastAPI's own pages load from a CDN.
-        docs_url=None,
-        redoc_url=None,
-    )
-    app.state.settings = settings
+    if course is not None and course.folder:
+        app = _api_app(f"Atlas lessons: {len(course.lessons)} served", settings, lifespan)
+        app.state.course = course
+        app.include_router(course_routes.router)
+        for item in course.lessons:
+            lesson_app = _lesson_app(settings)
+            _serve_lesson(lesson_app, course, item)
+            mounted.append(lesson_app)
+            app.mount(f"/learn/{item.slug}", _OwnAddress(lesson_app))
+    else:
+        app = _lesson_app(settings, lifespan)
+        if course is not None:
+            _serve_lesson(app, course, course.lessons[0])
+    app.include_router(health.router)
     app.add_middleware(GZipMiddleware, minimum_size=500)
     app.add_middleware(SameOriginMiddleware)
     app.add_middleware(
@@ -64,10 +150,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts)
     # Outermost: every answer below, refusals and a 500 included, carries the headers.
     app.add_middleware(SecurityHeadersMiddleware)
-    app.add_exception_handler(RequestValidationError, validation_error)
-    app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
-    for module in (pages, lab, api, confirm, health, docs):
-        app.include_router(module.router)
     return app
 
 

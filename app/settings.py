@@ -26,7 +26,10 @@ class Settings(BaseSettings):
 
     lesson_path: Path = Field(
         default=DEFAULT_LESSON,
-        description="The published Atlas lesson record (JSON) to serve.",
+        description=(
+            "The published Atlas lesson record (JSON) to serve at /, or a folder of records"
+            " (a course: the index at /, each lesson at /learn/<slug>/)."
+        ),
     )
     templates_dir: Path = Field(
         default=PROJECT_DIR / "templates",

@@ -17,6 +17,15 @@ def test_healthz_names_the_lesson_and_torch(client: TestClient) -> None:
         "status": "ok",
         "lesson_id": record["id"],
         "lesson_version": record["version"],
+        "lessons": [
+            {
+                "id": record["id"],
+                "version": record["version"],
+                "title": record["title"],
+                "path": "/",
+            }
+        ],
+        "skipped": [],
         "torch_installed": importlib.util.find_spec("torch") is not None,
     }
 

@@ -13,7 +13,8 @@ from app.lesson.quiz import parse_questions, sign_results
 from app.lesson_page import SCORE_COOKIE
 from app.settings import DEFAULT_LESSON
 
-QUESTIONS = parse_questions(load_lesson(DEFAULT_LESSON).sections)
+LESSON = load_lesson(DEFAULT_LESSON)
+QUESTIONS = parse_questions(LESSON.sections)
 HX = {"HX-Request": "true"}
 
 
@@ -174,7 +175,7 @@ def test_cookie_attributes(fresh: TestClient) -> None:
     "forged",
     [
         "garbage",
-        sign_results({"section-11": True}, "not-the-server-key"),
+        sign_results({"section-11": True}, "not-the-server-key", LESSON.record.id),
         "e30." + "A" * 27,
         "",
     ],
@@ -191,7 +192,8 @@ def test_tampered_cookie_is_ignored(fresh: TestClient, forged: str) -> None:
 
 def test_cookie_signed_with_the_server_key_is_trusted(fresh: TestClient) -> None:
     key = fresh.app.state.settings.secret_key  # type: ignore[attr-defined]
-    fresh.cookies.set(SCORE_COOKIE, sign_results({"section-11": True, "section-12": True}, key))
+    results = {"section-11": True, "section-12": True}
+    fresh.cookies.set(SCORE_COOKIE, sign_results(results, key, LESSON.record.id))
     assert score_text(soup_of(fresh.get("/"))) == "Score: 2 of 3 correct (2 of 3 answered)"
 
 

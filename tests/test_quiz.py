@@ -20,6 +20,7 @@ from app.settings import DEFAULT_LESSON
 
 QUESTIONS = parse_questions(load_lesson(DEFAULT_LESSON).sections)
 KEY = "test-secret"
+LESSON_ID = "atlas-lesson-distributed-gradient-weighting"
 
 
 def test_three_questions_parsed_from_sections_11_to_13() -> None:
@@ -130,8 +131,13 @@ def test_score_counts_correct_and_answered() -> None:
 
 def test_signed_results_round_trip() -> None:
     results = {"section-11": True, "section-13": False}
-    token = sign_results(results, KEY)
-    assert read_results(token, KEY, QUESTIONS) == results
+    token = sign_results(results, KEY, LESSON_ID)
+    assert read_results(token, KEY, QUESTIONS, LESSON_ID) == results
+
+
+def test_results_are_kept_per_lesson() -> None:
+    token = sign_results({"section-11": True}, KEY, "atlas-lesson-sharded-matmul-ownership")
+    assert read_results(token, KEY, QUESTIONS, LESSON_ID) == {}
 
 
 @pytest.mark.parametrize(
@@ -140,21 +146,21 @@ def test_signed_results_round_trip() -> None:
         None,
         "",
         "garbage",
-        sign_results({"section-11": True}, "another-key"),
-        sign_results({"section-11": True}, KEY)[:-2] + "xx",
-        URLSafeSerializer(KEY, salt="atlas-quiz-score").dumps(["section-11"]),
+        sign_results({"section-11": True}, "another-key", LESSON_ID),
+        sign_results({"section-11": True}, KEY, LESSON_ID)[:-2] + "xx",
+        URLSafeSerializer(KEY, salt=f"atlas-quiz-score:{LESSON_ID}").dumps(["section-11"]),
         URLSafeSerializer(KEY, salt="other-purpose").dumps({"section-11": True}),
     ],
 )
 def test_forged_or_malformed_cookie_counts_as_no_results(token: str | None) -> None:
-    assert read_results(token, KEY, QUESTIONS) == {}
+    assert read_results(token, KEY, QUESTIONS, LESSON_ID) == {}
 
 
 def test_cookie_values_of_the_wrong_kind_are_dropped() -> None:
-    token = URLSafeSerializer(KEY, salt="atlas-quiz-score").dumps(
+    token = URLSafeSerializer(KEY, salt=f"atlas-quiz-score:{LESSON_ID}").dumps(
         {"section-11": True, "section-12": "yes", "section-99": True, "section-13": 1}
     )
-    assert read_results(token, KEY, QUESTIONS) == {"section-11": True}
+    assert read_results(token, KEY, QUESTIONS, LESSON_ID) == {"section-11": True}
 
 
 def section(markdown: str) -> Section:
@@ -191,3 +197,19 @@ def test_malformed_question_is_refused_naming_the_section(markdown: str, fragmen
         parse_question(section(markdown), 1)
     assert str(caught.value).startswith("section-7: ")
     assert fragment in str(caught.value)
+
+
+def test_answer_matches_its_option_with_escapes_set_aside() -> None:
+    markdown = (
+        "### Q?\n\n1.  \\[14,16\\]\n2.  \\[43,50\\]\n\nAnswer and reasoning\n\n[43,50]\n\nWhy."
+    )
+    question = parse_question(section(markdown), 1)
+    assert question.answer_number == 2
+    assert question.options[1] == "\\[43,50\\]"
+
+
+def test_an_answer_matching_two_options_is_refused() -> None:
+    # Neither option is the answer's source text, and both are "[a]" once escapes are resolved.
+    markdown = "### Q?\n\n1.  \\[a\\]\n2.  [a\\]\n\nAnswer and reasoning\n\n\\[a]\n\nWhy."
+    with pytest.raises(QuizParseError, match="is not one of"):
+        parse_question(section(markdown), 1)

@@ -11,10 +11,12 @@ from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
 
 from app.lesson.loader import load_lesson
-from app.lesson.mathml import spoken, to_mathml
-from app.lesson.render import RenderedLesson, Table, render_lesson, split_symbol
+from app.lesson.mathml import to_mathml
+from app.lesson.render import RenderedLesson, Table, render_lesson
+from app.lesson.speech import spoken
 from app.main import create_app
 from app.settings import DEFAULT_LESSON, Settings
+from tests.soup import page_soup, section_element, text
 
 LESSON = load_lesson(DEFAULT_LESSON)
 
@@ -26,21 +28,7 @@ def rendered() -> RenderedLesson:
 
 @pytest.fixture(scope="module")
 def soup(client: TestClient) -> BeautifulSoup:
-    response = client.get("/")
-    assert response.status_code == 200
-    return BeautifulSoup(response.text, "html.parser")
-
-
-def section_element(soup: BeautifulSoup, section_id: str) -> Tag:
-    heading = soup.find(id=section_id)
-    assert isinstance(heading, Tag), section_id
-    parent = heading.parent
-    assert isinstance(parent, Tag)
-    return parent
-
-
-def text(tag: Tag) -> str:
-    return " ".join(tag.get_text(" ", strip=True).split())
+    return page_soup(client)
 
 
 def test_every_section_heading_keeps_its_level_and_title(soup: BeautifulSoup) -> None:
@@ -299,20 +287,6 @@ def test_rendered_lesson_structure(rendered: RenderedLesson) -> None:
         "section-12",
         "section-13",
     ]
-
-
-@pytest.mark.parametrize(
-    ("flat", "expected"),
-    [("nr", ("n", "r")), ("ḡr", ("ḡ", "r")), ("wnew", ("w", "new")), ("g", None), ("N", None)],
-)
-def test_split_symbol(flat: str, expected: tuple[str, str] | None) -> None:
-    symbol = split_symbol(flat)
-    assert (symbol and (symbol.base, symbol.sub)) == expected
-
-
-@pytest.mark.parametrize("flat", ["η", "P", "n1", "nR", "", "2x", "loss/parameter"])
-def test_split_symbol_leaves_other_text(flat: str) -> None:
-    assert split_symbol(flat) is None
 
 
 def test_spoken_form_reads_fractions_sums_and_accents() -> None:

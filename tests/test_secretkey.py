@@ -38,8 +38,10 @@ def test_app_without_key_signs_with_a_random_one(tmp_path: Path) -> None:
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     assert stat.S_IMODE(tmp_path.stat().st_mode) == 0o700
     # A score signed with the old public key is not read as this server's.
-    forged = sign_results({questions()[0].id: True}, OLD_PUBLIC_KEY)
-    assert read_results(forged, first, questions()) == {}
+    lesson_id = "atlas-lesson-distributed-gradient-weighting"
+    forged = sign_results({questions()[0].id: True}, OLD_PUBLIC_KEY, lesson_id)
+    assert read_results(forged, OLD_PUBLIC_KEY, questions(), lesson_id) != {}
+    assert read_results(forged, first, questions(), lesson_id) == {}
 
 
 def test_a_set_key_is_used_as_given(tmp_path: Path) -> None:

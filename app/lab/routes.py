@@ -19,7 +19,8 @@ STATE_URL_HEADER = "X-Lab-Url"
 
 def page_url(request: Request, *queries: str) -> str:
     """The lesson page's address for a state: what the browser's address bar should show."""
-    path = request.app.url_path_for(PAGE_ROUTE)
+    # url_for, not url_path_for: a lesson of a course is served under its own address.
+    path = request.url_for(PAGE_ROUTE).path
     query = "&".join(q for q in queries if q)
     return f"{path}?{query}" if query else str(path)
 

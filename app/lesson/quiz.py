@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from itsdangerous import BadSignature, URLSafeSerializer
 
 from app.lesson.loader import Section
+from app.lesson.symbols import unescaped
 
 ANSWER_MARKER = "Answer and reasoning"
 _OPTION = re.compile(r"^\d+[.)]\s+(?P<text>\S.*)$")
@@ -100,16 +101,31 @@ def parse_question(section: Section, number: int) -> Question:
     if len(after) < 2:
         raise QuizParseError(f"{section.id}: an answer and its reasoning must follow the marker")
     answer, reasoning = after[0], "\n\n".join(after[1:])
-    if answer not in options:
-        raise QuizParseError(f"{section.id}: the answer {answer!r} is not one of {options}")
     return Question(
         id=section.id,
         number=number,
         prompt=section.title,
         options=options,
-        answer_number=options.index(answer) + 1,
+        answer_number=_answer_number(section.id, answer, options),
         reasoning=reasoning,
     )
+
+
+def _plain(source: str) -> str:
+    """Source text with Markdown escapes resolved and runs of whitespace made one space."""
+    return " ".join(unescaped(source).split())
+
+
+def _answer_number(section_id: str, answer: str, options: Sequence[str]) -> int:
+    """Which option (from 1) the answer names: the same source text, else the same text once
+    escapes and spacing are set aside (``\\[43,50\\]`` and ``[43,50]``), if only one matches.
+    The verdict never depends on how the text is rendered."""
+    if answer in options:
+        return options.index(answer) + 1
+    same = [n for n, option in enumerate(options, start=1) if _plain(option) == _plain(answer)]
+    if len(same) != 1:
+        raise QuizParseError(f"{section_id}: the answer {answer!r} is not one of {tuple(options)}")
+    return same[0]
 
 
 def parse_questions(sections: Iterable[Section]) -> tuple[Question, ...]:
@@ -175,19 +191,25 @@ def score(results: Mapping[str, bool], questions: Sequence[Question]) -> Score:
     return Score(correct=sum(known), answered=len(known), total=len(questions))
 
 
-def sign_results(results: Mapping[str, bool], secret_key: str) -> str:
-    """The per-question results as a signed, URL-safe cookie value."""
-    return URLSafeSerializer(secret_key, salt=_SCORE_SALT).dumps(dict(results))
+def _signer(secret_key: str, lesson_id: str) -> URLSafeSerializer:
+    # Scores are kept per lesson: lessons share question ids (section-11…), not their results.
+    return URLSafeSerializer(secret_key, salt=f"{_SCORE_SALT}:{lesson_id}")
+
+
+def sign_results(results: Mapping[str, bool], secret_key: str, lesson_id: str) -> str:
+    """The per-question results of lesson ``lesson_id`` as a signed, URL-safe cookie value."""
+    return _signer(secret_key, lesson_id).dumps(dict(results))
 
 
 def read_results(
-    token: str | None, secret_key: str, questions: Sequence[Question]
+    token: str | None, secret_key: str, questions: Sequence[Question], lesson_id: str
 ) -> dict[str, bool]:
-    """The results a cookie holds; a missing, forged or malformed cookie counts as none."""
+    """The results a cookie holds for lesson ``lesson_id``; a missing, forged or malformed
+    cookie, or one signed for another lesson, counts as none."""
     if not token:
         return {}
     try:
-        data = URLSafeSerializer(secret_key, salt=_SCORE_SALT).loads(token)
+        data = _signer(secret_key, lesson_id).loads(token)
     except BadSignature:
         return {}
     if not isinstance(data, dict):

@@ -8,23 +8,18 @@ Raw HTML in the content is escaped, never passed through.
 """
 
 import re
-import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from markdown_it import MarkdownIt
-from markdown_it.renderer import RendererHTML
-from markdown_it.rules_core import StateCore
-from markdown_it.rules_inline import StateInline
-from markdown_it.token import Token
-from markdown_it.utils import EnvType, OptionsDict
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from app.lesson.loader import Lesson, Section
+from app.lesson.markdown import LessonMarkdown
 from app.lesson.mathml import to_mathml
 from app.lesson.model import LessonRecord
 from app.lesson.quiz import Question, is_question, paragraphs, parse_question
+from app.lesson.symbols import Symbol, defined_forms, formulas, symbol_forms
 
 SYMBOLS_LINE = "Symbols and units"
 _LINK_THEN_NOTE = re.compile(r"^\[(?P<label>[^\]]+)\]\((?P<url>https?://[^)\s]+)\)(?P<note>\S.*)$")
@@ -43,10 +38,10 @@ class HtmlBlock:
 
 @dataclass(frozen=True, slots=True)
 class Table:
-    """A table recovered from flat lines; cells are escaped text, symbols with ``<sub>``."""
+    """A table recovered from flat lines; cells are rendered Markdown, symbols with scripts."""
 
     name: Literal["symbols", "specifications", "interfaces"]
-    caption: str
+    caption: Markup
     columns: tuple[str, ...]
     rows: tuple[tuple[Markup, ...], ...]
     caption_visible: bool = True
@@ -58,16 +53,36 @@ Block = HtmlBlock | Table
 
 @dataclass(frozen=True, slots=True)
 class RenderedQuestion:
-    """A question as the page shows it; ``reasoning_html`` only ever appears after an answer."""
+    """A question as the page shows it; ``reasoning_html`` only ever appears after an answer.
+
+    The verdict is decided on ``question`` (the source text); the ``*_html`` fields are what the
+    page shows, rendered by the same Markdown renderer as the rest of the lesson.
+    """
 
     question: Question
+    prompt_html: Markup
+    options_html: tuple[Markup, ...]
     reasoning_html: Markup
+
+    @property
+    def choices(self) -> tuple[tuple[int, Markup], ...]:
+        """``(number, html)`` of each option, numbered from 1."""
+        return tuple(enumerate(self.options_html, start=1))
+
+    @property
+    def answer_html(self) -> Markup:
+        return self.options_html[self.question.answer_number - 1]
+
+    def option_html(self, number: int) -> Markup:
+        return self.options_html[number - 1]
 
 
 @dataclass(frozen=True, slots=True)
 class RenderedSection:
+    """A section; ``title`` is its heading rendered inline (escapes resolved, code, math)."""
+
     id: str
-    title: str
+    title: Markup
     level: int
     blocks: tuple[Block, ...]
     children: tuple["RenderedSection", ...] = ()
@@ -81,7 +96,7 @@ class RenderedSection:
 
 @dataclass(frozen=True, slots=True)
 class Link:
-    label: str
+    label: Markup
     url: str
 
 
@@ -90,62 +105,27 @@ class LessonHeader:
     """The first (h1) section, with its run-together lines given their own structure."""
 
     id: str
-    kicker: str
-    title: str
+    kicker: Markup
+    title: Markup
     intro: tuple[Markup, ...]
     links: tuple[Link, ...]
-    scope_note: str | None
-    objective: str | None
+    scope_note: Markup | None
+    objective: Markup | None
 
 
 @dataclass(frozen=True, slots=True)
 class RenderedLesson:
+    """The lesson as pages show it; the record's own text fields rendered like the content."""
+
     record: LessonRecord
     header: LessonHeader
     sections: tuple[RenderedSection, ...]
     questions: tuple[RenderedQuestion, ...]
+    description_html: Markup
+    evidence_scope_html: Markup
 
     def question(self, question_id: str) -> RenderedQuestion | None:
         return next((q for q in self.questions if q.question.id == question_id), None)
-
-
-@dataclass(frozen=True, slots=True)
-class Symbol:
-    """A symbol as published flat ("nr", "wnew") and its base and subscript ("n", "r")."""
-
-    text: str
-    base: str
-    sub: str
-
-    @property
-    def markup(self) -> Markup:
-        return Markup("{}<sub>{}</sub>").format(self.base, self.sub)
-
-
-def split_symbol(text: str) -> Symbol | None:
-    """``"nr"`` → n with subscript r, ``"ḡr"`` → ḡ with r, ``"wnew"`` → w with new; else None.
-
-    A symbol is one letter (with its combining marks) followed by a lower-case ASCII subscript.
-    """
-    decomposed = unicodedata.normalize("NFD", text)
-    if not decomposed or not decomposed[0].isalpha():
-        return None
-    end = 1
-    while end < len(decomposed) and unicodedata.combining(decomposed[end]):
-        end += 1
-    base, sub = decomposed[:end], decomposed[end:]
-    if not sub or not (sub.isascii() and sub.isalpha() and sub.islower()):
-        return None
-    return Symbol(text=text, base=unicodedata.normalize("NFC", base), sub=sub)
-
-
-def symbol_cell(text: str) -> Markup:
-    """A symbols-table cell: comma-separated symbols, each with its subscript marked up."""
-    parts = []
-    for part in text.split(", "):
-        symbol = split_symbol(part)
-        parts.append(symbol.markup if symbol else escape(part))
-    return Markup(", ").join(parts)
 
 
 def _one_line(*chunks: str) -> bool:
@@ -162,9 +142,9 @@ def _symbol_row(chunks: Sequence[str], i: int) -> bool:
     symbol, meaning, unit = chunks[i : i + 3]
     return (
         _one_line(symbol, meaning, unit)
-        and _label_like(symbol, 16)
-        and _label_like(meaning, 80)
-        and _label_like(unit, 24)
+        and _label_like(symbol, 24)
+        and _label_like(meaning, 160)
+        and _label_like(unit, 40)
     )
 
 
@@ -181,11 +161,22 @@ def _spec_rows(chunks: Sequence[str]) -> bool:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _RawTable:
+    """A table as found in the source: cells are Markdown, rendered once the symbols are known."""
+
+    name: Literal["symbols", "specifications", "interfaces"]
+    caption: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    caption_visible: bool = True
+
+
 @dataclass
 class _Draft:
     """A section's chunks sorted into Markdown runs and tables, before Markdown is rendered."""
 
-    parts: list[str | Table | Markup] = field(default_factory=list)
+    parts: list[str | _RawTable | Markup] = field(default_factory=list)
 
     def text(self, chunk: str) -> None:
         if self.parts and type(self.parts[-1]) is str:  # Markup is a str too: keep it apart
@@ -198,15 +189,10 @@ def _draft(section: Section) -> _Draft:
     chunks = paragraphs(section.markdown)[1:]  # the first chunk is the heading
     draft = _Draft()
     if _spec_rows(chunks):
-        rows = tuple(tuple(escape(c) for c in chunks[i : i + 3]) for i in range(0, len(chunks), 3))
+        rows = tuple(tuple(chunks[i : i + 3]) for i in range(0, len(chunks), 3))
+        columns = ("Specification", "Value", "Note")
         draft.parts.append(
-            Table(
-                "specifications",
-                section.title,
-                ("Specification", "Value", "Note"),
-                rows,
-                caption_visible=False,
-            )
+            _RawTable("specifications", section.title, columns, rows, caption_visible=False)
         )
         return draft
     i = 0
@@ -219,21 +205,18 @@ def _draft(section: Section) -> _Draft:
             i += 1
             symbol_rows = []
             while _symbol_row(chunks, i):
-                symbol, meaning, unit = chunks[i : i + 3]
-                symbol_rows.append((symbol_cell(symbol), escape(meaning), escape(unit)))
+                symbol_rows.append(tuple(chunks[i : i + 3]))
                 i += 3
             columns = ("Symbol", "Meaning", "Unit")
-            draft.parts.append(Table("symbols", SYMBOLS_LINE, columns, tuple(symbol_rows)))
-        elif (head := _INTERFACE.match(chunk)) and i + 1 < len(chunks) and _one_line(chunk):
+            draft.parts.append(_RawTable("symbols", SYMBOLS_LINE, columns, tuple(symbol_rows)))
+        elif _INTERFACE.match(chunk) and i + 1 < len(chunks) and _one_line(chunk):
             interface_rows = []
             while i + 1 < len(chunks) and (head := _INTERFACE.match(chunks[i])):
-                interface_rows.append(
-                    (escape(head["name"]), escape(head["direction"]), escape(chunks[i + 1]))
-                )
+                interface_rows.append((head["name"], head["direction"], chunks[i + 1]))
                 i += 2
             columns = ("Interface", "Direction", "Carries")
             draft.parts.append(
-                Table(
+                _RawTable(
                     "interfaces",
                     section.title,
                     columns,
@@ -254,123 +237,51 @@ def _display_math(latex: str) -> Markup:
     )
 
 
-def _symbols_of(tables: Iterable[Table]) -> dict[str, Symbol]:
+def _listed_symbols(
+    drafts: Iterable[_Draft], forms: Mapping[str, Symbol | None]
+) -> dict[str, Symbol]:
+    """The symbols of the "Symbols and units" lists that the record's formulas define."""
     found: dict[str, Symbol] = {}
-    for table in tables:
-        if table.name != "symbols":
-            continue
-        for row in table.rows:
-            for part in str(row[0].striptags()).split(", "):
-                if symbol := split_symbol(part):
-                    found[symbol.base + symbol.sub] = symbol
+    for draft in drafts:
+        for part in draft.parts:
+            if isinstance(part, _RawTable) and part.name == "symbols":
+                for row in part.rows:
+                    for symbol in symbol_forms(row[0], forms):
+                        if isinstance(symbol, Symbol):
+                            found[symbol.text] = symbol
     return found
 
 
-class _Markdown:
-    """CommonMark with raw HTML off, ``$…$`` inline math, and the lesson's flat symbols."""
-
-    def __init__(self, symbols: Mapping[str, Symbol]) -> None:
-        self.md = MarkdownIt("commonmark", {"html": False})
-        self.md.inline.ruler.before("escape", "math_inline", _math_inline)
-        self.md.add_render_rule("math_inline", _render_math_inline)
-        self.symbols = dict(symbols)
-        if self.symbols:
-            words = "|".join(re.escape(s) for s in sorted(self.symbols, key=len, reverse=True))
-            pattern = re.compile(rf"(?<!\w)(?:{words})(?!\w)")
-            self.md.core.ruler.push("flat_symbols", _subscript_symbols(pattern, self.symbols))
-
-    def block(self, text: str) -> Markup:
-        return Markup(self.md.render(text))
-
-    def inline(self, text: str) -> Markup:
-        return Markup(self.md.renderInline(text))
+def _table(raw: _RawTable, md: LessonMarkdown, forms: Mapping[str, Symbol | None]) -> Table:
+    rows = []
+    for row in raw.rows:
+        cells = [md.inline(cell) for cell in row]
+        if raw.name == "symbols":
+            parts = symbol_forms(row[0], forms)
+            cells[0] = Markup(", ").join(
+                p.markup if isinstance(p, Symbol) else md.inline(p) for p in parts
+            )
+        rows.append(tuple(cells))
+    return Table(raw.name, md.inline(raw.caption), raw.columns, tuple(rows), raw.caption_visible)
 
 
-def _math_inline(state: StateInline, silent: bool) -> bool:
-    """``$latex$``: no space inside either dollar, no digit right after the closing one."""
-    src, start = state.src, state.pos
-    if src[start] != "$" or src.startswith("$$", start):
-        return False
-    end = src.find("$", start + 1)
-    while end != -1 and src[end - 1] == "\\":
-        end = src.find("$", end + 1)
-    if end == -1:
-        return False
-    latex = src[start + 1 : end]
-    if not latex or latex[0].isspace() or latex[-1].isspace():
-        return False
-    if end + 1 < len(src) and src[end + 1].isdigit():
-        return False
-    if not silent:
-        token = state.push("math_inline", "math", 0)
-        token.content = latex
-        token.markup = "$"
-    state.pos = end + 1
-    return True
-
-
-def _render_math_inline(
-    renderer: RendererHTML,
-    tokens: Sequence[Token],
-    idx: int,
-    options: OptionsDict,
-    env: EnvType,
-) -> str:
-    return str(to_mathml(tokens[idx].content, display=False))
-
-
-def _subscript_symbols(
-    pattern: re.Pattern[str], symbols: Mapping[str, Symbol]
-) -> Callable[[StateCore], None]:
-    """A core rule: in text (not code, not URLs) a flat symbol becomes base + ``<sub>``."""
-
-    def rule(state: StateCore) -> None:
-        for block in state.tokens:
-            if block.type != "inline" or not block.children:
-                continue
-            children: list[Token] = []
-            for token in block.children:
-                if token.type != "text" or not pattern.search(token.content):
-                    children.append(token)
-                    continue
-                pos = 0
-                for match in pattern.finditer(token.content):
-                    symbol = symbols[match.group()]
-                    children += [
-                        _text(token.content[pos : match.start()]),
-                        _text(symbol.base),
-                        Token("sub_open", "sub", 1),
-                        _text(symbol.sub),
-                        Token("sub_close", "sub", -1),
-                    ]
-                    pos = match.end()
-                children.append(_text(token.content[pos:]))
-            block.children = [c for c in children if c.type != "text" or c.content]
-
-    return rule
-
-
-def _text(content: str) -> Token:
-    return Token("text", "", 0, content=content)
-
-
-def _header(lesson: Lesson, section: Section, md: _Markdown) -> LessonHeader:
+def _header(lesson: Lesson, section: Section, md: LessonMarkdown) -> LessonHeader:
     intro: list[Markup] = []
     links: list[Link] = []
-    note: str | None = None
-    objective: str | None = None
+    note: Markup | None = None
+    objective: Markup | None = None
     for chunk in paragraphs(section.markdown)[1:]:
         if (link := _LINK_THEN_NOTE.match(chunk)) and _one_line(chunk):
-            links.append(Link(label=link["label"], url=link["url"]))
-            note = link["note"].strip()
+            links.append(Link(label=md.inline(link["label"]), url=link["url"]))
+            note = md.inline(link["note"].strip())
         elif (goal := _OBJECTIVE.match(chunk)) and _one_line(chunk):
-            objective = goal["text"].strip()
+            objective = md.inline(goal["text"].strip())
         else:
             intro.append(md.block(chunk))
     return LessonHeader(
         id=section.id,
-        kicker=lesson.preamble,
-        title=section.title,
+        kicker=md.inline(lesson.preamble),
+        title=md.inline(section.title),
         intro=tuple(intro),
         links=tuple(links),
         scope_note=note,
@@ -387,31 +298,33 @@ def _nest(flat: Sequence[RenderedSection]) -> tuple[RenderedSection, ...]:
         j = i + 1
         while j < len(flat) and flat[j].level > head.level:
             j += 1
-        children = _nest(flat[i + 1 : j])
-        nested.append(
-            RenderedSection(
-                id=head.id,
-                title=head.title,
-                level=head.level,
-                blocks=head.blocks,
-                children=children,
-                question=head.question,
-            )
-        )
+        nested.append(replace(head, children=_nest(flat[i + 1 : j])))
         i = j
     return tuple(nested)
 
 
-def render_lesson(lesson: Lesson) -> RenderedLesson:
+def _question(section: Section, number: int, md: LessonMarkdown) -> RenderedQuestion:
+    parsed = parse_question(section, number)
+    return RenderedQuestion(
+        question=parsed,
+        prompt_html=md.inline(parsed.prompt),
+        options_html=tuple(md.inline(option) for option in parsed.options),
+        reasoning_html=md.block(parsed.reasoning),
+    )
+
+
+def render_lesson(lesson: Lesson, local_links: Mapping[str, str] | None = None) -> RenderedLesson:
     """The whole lesson rendered once: header, nested sections with blocks, the questions.
 
-    The first section (the h1) becomes the header; questions are parsed, not rendered from
-    their Markdown, so the page never carries an answer before one is submitted.
+    Every piece of text goes through one Markdown renderer. The first section (the h1) becomes
+    the header; questions are parsed, not rendered from their Markdown, so the page never
+    carries an answer before one is submitted. ``local_links`` maps a lesson's URL (as
+    :func:`~app.lesson.markdown.link_key` spells it) to the address of its local copy.
     """
     first, *rest = lesson.sections
     drafts = {s.id: _draft(s) for s in rest if not is_question(s)}
-    tables = [p for d in drafts.values() for p in d.parts if isinstance(p, Table)]
-    md = _Markdown(_symbols_of(tables))
+    forms = defined_forms(formulas(lesson.record.content))
+    md = LessonMarkdown(_listed_symbols(drafts.values(), forms), local_links)
     flat: list[RenderedSection] = []
     questions: list[RenderedQuestion] = []
     for section in rest:
@@ -419,22 +332,22 @@ def render_lesson(lesson: Lesson) -> RenderedLesson:
         blocks: list[Block] = []
         if section.id in drafts:
             for part in drafts[section.id].parts:
-                if isinstance(part, Table):
-                    blocks.append(part)
+                if isinstance(part, _RawTable):
+                    blocks.append(_table(part, md, forms))
                 elif isinstance(part, Markup):
                     blocks.append(HtmlBlock(part))
                 else:
                     blocks.append(HtmlBlock(md.block(part)))
         else:
-            parsed = parse_question(section, len(questions) + 1)
-            question = RenderedQuestion(parsed, md.block(parsed.reasoning))
+            question = _question(section, len(questions) + 1, md)
             questions.append(question)
-        flat.append(
-            RenderedSection(section.id, section.title, section.level, tuple(blocks), (), question)
-        )
+        title = md.inline(section.title)
+        flat.append(RenderedSection(section.id, title, section.level, tuple(blocks), (), question))
     return RenderedLesson(
         record=lesson.record,
         header=_header(lesson, first, md),
         sections=_nest(flat),
         questions=tuple(questions),
+        description_html=md.inline(lesson.record.description),
+        evidence_scope_html=md.inline(lesson.record.evidence_scope),
     )

@@ -98,7 +98,11 @@ async def answer_quiz(request: Request) -> Response:
     if feedback.verdict is not None:
         response.set_cookie(
             SCORE_COOKIE,
-            sign_results(results, request.app.state.settings.secret_key),
+            sign_results(
+                results, request.app.state.settings.secret_key, request.app.state.lesson.record.id
+            ),
+            # Each lesson of a course keeps its own score, under its own address.
+            path=request.scope.get("root_path", "") + "/",
             max_age=SCORE_COOKIE_AGE,
             httponly=True,
             samesite="lax",

@@ -1,0 +1,23 @@
+"""The course index: the lessons served from a folder (``ATLAS_LESSON_PATH`` names a folder)."""
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from starlette.responses import Response
+
+from app.lesson.course import Course
+from app.templating import templates
+
+router = APIRouter(tags=["course"])
+
+
+@router.get("/", response_class=HTMLResponse, name="course_index")
+async def course_index(request: Request) -> Response:
+    """Every lesson served: title, description, version, revision date, provenance."""
+    course: Course = request.app.state.course
+    return templates.TemplateResponse(request, "course.html", {"course": course})
+
+
+@router.head("/", include_in_schema=False)
+async def course_index_head(request: Request) -> Response:
+    """The index's headers."""
+    return await course_index(request)
