@@ -1,11 +1,5 @@
 """POST /api/confirm on a real warm gloo pool (one pool for the module), against the engine."""
 
-import shutil
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
-
 import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
@@ -14,31 +8,11 @@ from hypothesis import strategies as st
 
 from app.lab.compute import compute
 from app.lab.state import GradientRequest
-from app.main import create_app
-from app.settings import Settings
+from tests.confirming import confirm
 
 pytestmark = pytest.mark.distributed
 
 LESSON = {"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10}
-
-
-@pytest.fixture(scope="module")
-def confirm_client() -> Iterator[TestClient]:
-    """The real app with its own warm pool (a private runtime folder, not the shared default)."""
-    runtime = Path(tempfile.mkdtemp(prefix="atlas-confirm-test-"))
-    app = create_app(Settings(confirm_runtime_dir=runtime, confirm_cache_size=4))
-    try:
-        with TestClient(app) as client:
-            yield client
-    finally:
-        shutil.rmtree(runtime, ignore_errors=True)
-
-
-def confirm(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:
-    response = client.post("/api/confirm", json=body)
-    assert response.status_code == 200, response.text
-    answer: dict[str, Any] = response.json()
-    return answer
 
 
 def test_lesson_example_default_ddp_gives_the_rank_mean_on_every_rank(

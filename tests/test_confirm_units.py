@@ -6,7 +6,7 @@ import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
-from app.confirm.check import confirm_response, job_scale
+from app.confirm.check import RELATIVE_TOLERANCE, confirm_response, tolerances
 from app.confirm.convert import MAX_UNIT_ITEMS, JobError, job_from_request
 from app.confirm.jobs import Job, Microbatch, ModeReport, RankReport, Reference, assemble
 from app.confirm.pool import Outcome, process_gone
@@ -117,9 +117,13 @@ def test_comparison_flags_the_rank_mean_and_a_disagreeing_replica() -> None:
     assert not checked.engine_agrees
 
 
-def test_job_scale_follows_the_largest_magnitude() -> None:
-    job = Job(ranks=[[Microbatch(targets=[-3e5, 2], weights=[1, 1])]], eta=0.1, w=10)
-    assert job_scale(job) == 3e5
+def test_tolerance_follows_the_largest_item_gradient_not_w() -> None:
+    job = Job(
+        ranks=[[Microbatch(targets=[1e12 - 3, 1e12 + 2, 5], weights=[1, 1, 0])]], eta=0.1, w=1e12
+    )
+    within = tolerances(job)
+    assert within.scale == 3  # |w - y| of the weighted items; the masked one does not count
+    assert within.gradient == RELATIVE_TOLERANCE * 3
 
 
 def test_process_gone_for_a_pid_that_does_not_exist() -> None:

@@ -93,7 +93,8 @@ def test_from_means_empty_rank_warns_and_counts_zero() -> None:
         ({"counts": [2, 6], "means": [1, 3], "eta": 0}, "eta"),
         ({"counts": [2, 6], "means": [1, 3], "eta": -0.1}, "eta"),
         ({"counts": [2, 6], "means": [1, 3], "w": math.nan}, "w"),
-        ({"counts": [1e300, 1e300], "means": [1e300, 1e300]}, "means"),
+        ({"counts": [1e300, 1e300], "means": [1.7e308, 1.7e308], "eta": 10.0}, "means"),
+        ({"counts": [5e-324, 1], "means": [1, 3]}, "counts"),
     ],
 )
 def test_from_means_bad_input_names_field(kwargs: dict[str, object], field: str) -> None:
@@ -234,8 +235,8 @@ def test_engine_imports_no_web_and_no_torch() -> None:
     assert done.stdout.strip() == "[]"
 
 
-def test_from_items_out_of_range_names_an_items_field() -> None:
+def test_from_items_subnormal_weight_is_refused_naming_weights() -> None:
     with pytest.raises(EngineError) as caught:
         from_items([[1.0], [2.0]], [[5e-324], [1.0]], eta=0.1, w=0)
     assert caught.value.field == "weights"
-    assert "floating-point range" in str(caught.value)
+    assert "smallest normal float" in str(caught.value)

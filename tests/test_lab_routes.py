@@ -275,7 +275,7 @@ def test_ring_panel_fragment_and_errors(client: TestClient) -> None:
     assert response.status_code == 200
     page = soup(response.text)
     assert value(page, "ring-time") == "17.64 ms"
-    assert value(page, "count-time") == "140 µs"
+    assert value(page, "count-time") == "140.001 µs"
     assert response.headers["X-Lab-Url"] == f"/?{LESSON}"
     carry = page.select_one("#lab-carry-ring")
     assert carry is not None

@@ -80,6 +80,12 @@ def test_header_gives_the_first_section_its_structure(soup: BeautifulSoup) -> No
         text(note) == "Logical values and distributed ownership; no physical scale or vendor timing"
     )
     assert "Executable software · Atlas v1.3.0" in text(header)
+    # The published order: the description, then the link with its scope note, then the objective.
+    lead = header.find(class_="lead")
+    assert isinstance(lead, Tag)
+    order = [lead, link, note, objective]
+    positions = [element.sourceline * 10_000 + element.sourcepos for element in order]
+    assert positions == sorted(positions)
 
 
 def test_table_of_contents_links_every_section_and_the_lab(soup: BeautifulSoup) -> None:

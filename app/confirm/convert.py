@@ -96,6 +96,10 @@ def job_from_request(
             f" {len(ranks)}",
         )
     job = Job(
-        ranks=ranks, eta=request.eta, w=request.w, accumulation=request.form == "accumulation"
+        ranks=ranks,
+        eta=request.eta,
+        w=request.w,
+        accumulation=request.form == "accumulation",
+        form=request.form,
     )
     return job, notes

@@ -44,6 +44,9 @@ class Job(BaseModel):
     eta: float
     w: float
     accumulation: bool = False
+    form: Literal["means", "items", "accumulation"] | None = Field(
+        default=None, description="The request form it came from: part of the cache key."
+    )
 
     @property
     def world_size(self) -> int:
@@ -54,7 +57,8 @@ class Job(BaseModel):
         return math.fsum(batch.count for batch in self.ranks[rank])
 
     def key(self) -> str:
-        """A canonical text of the job, the key of the result cache."""
+        """A canonical text of the job, the key of the result cache: every field (the items,
+        η, w, the form) is in it, so a request that differs in any of them is run anew."""
         return self.model_dump_json()
 
 

@@ -2,6 +2,7 @@
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from app.engine.gradient import (
     item_stats,
     require_items,
 )
+from app.engine.verdicts import Agreement, decide, exact_means, rounded
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,7 @@ class AccumulationResult:
     w_new_difference: float
     across_ranks: GradientResult
     warnings: tuple[str, ...]
+    agreement: Agreement
 
 
 @quiet_overflow
@@ -66,7 +69,10 @@ def accumulate(
     With ``scale_factors[r][m] = P·M_r·n_rm / N``, feeding the naive two-level average the
     scaled means ``scale_factors[r][m]·ḡ_rm`` instead of ``ḡ_rm`` makes it return g.
     Steps: ``w_new_naive = w - η·naive``, ``w_new_window = w - η g``, and
-    ``w_new_difference = w_new_naive - w_new_window``.
+    ``w_new_difference = w_new_naive - w_new_window = η·(g - naive)``. Both gradients, both
+    steps and the difference are exact values of the microbatch counts and means rounded once;
+    ``agreement`` (entries = microbatches, plain weights ``1/(P·M_r)``) says why they agree
+    or differ.
 
     Raises EngineError for bad shapes or values, a rank without microbatches, or ``N = 0``.
     """
@@ -115,18 +121,26 @@ def accumulate(
         float(np.dot(n_row, m_row) / n) if n else 0.0
         for n_row, m_row, n in zip(counts, means, rank_counts, strict=True)
     ]
-    naive = float(np.mean(rank_naive))
-    window = float(sum(np.dot(n_row, m_row) for n_row, m_row in zip(counts, means, strict=True)))
-    window /= total
+    # The two window gradients, both steps and their difference from the exact values of the
+    # microbatch counts and means, rounded once: equal gradients give a difference of exactly 0.
+    exact = exact_means(
+        [n for row in counts for n in row],
+        [mean for row in means for mean in row],
+        [Fraction(1, ranks * len(row)) for row in counts for _ in row],
+    )
+    agreement = decide(exact)
+    step, start = Fraction(eta), Fraction(w)
+    naive = rounded(exact.plain)
+    window = rounded(exact.counted)
     scale = [[ranks * len(row) * n / total for n in row] for row in counts]
     finite_results("microbatches", means=np.array([m for row in means for m in row]))
     finite_results("microbatches", naive_gradient=naive, window_gradient=window)
     count_field = "microbatches" if weights is None else "weights"
     with renamed_fields({"counts": count_field, "means": "microbatches"}):
         across = from_means(rank_counts, rank_window, eta=eta, w=w)
-    w_new_naive = w - eta * naive
-    w_new_window = w - eta * window
-    w_new_difference = eta * (window - naive)
+    w_new_naive = rounded(start - step * exact.plain)
+    w_new_window = rounded(start - step * exact.counted)
+    w_new_difference = rounded(-step * exact.difference)
     finite_results(
         "microbatches",
         w_new_naive=w_new_naive,
@@ -155,4 +169,5 @@ def accumulate(
         w_new_difference=w_new_difference,
         across_ranks=across,
         warnings=(*warnings, *across.warnings),
+        agreement=agreement,
     )

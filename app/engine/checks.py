@@ -2,6 +2,7 @@
 
 import functools
 import math
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import ParamSpec, TypeVar
 
@@ -11,6 +12,9 @@ from numpy.typing import NDArray
 from app.engine.errors import EngineError
 
 FloatArray = NDArray[np.float64]
+# A positive count or weight below the smallest normal float (a subnormal, e.g. 5e-324) would
+# make 1/N or 1/(P·nᵣ) overflow: such values are refused, the same in every form and endpoint.
+SMALLEST_COUNT = sys.float_info.min
 Params = ParamSpec("Params")
 Result = TypeVar("Result")
 
@@ -66,6 +70,15 @@ def finite_vector(
         raise EngineError(field, f"{name} must hold finite numbers only")
     if non_negative and np.any(array < 0):
         raise EngineError(field, f"{name} must not be negative, got {float(array.min())!r}")
+    tiny = (array > 0) & (array < SMALLEST_COUNT) if non_negative else None
+    if tiny is not None and tiny.any():
+        index = int(np.flatnonzero(tiny)[0])
+        raise EngineError(
+            field,
+            f"{name}[{index}] = {float(array[index])!r} is positive but below"
+            f" {SMALLEST_COUNT!r}, the smallest normal float: 1/N would overflow. Use 0 for"
+            f" no items, or a value of at least {SMALLEST_COUNT!r}",
+        )
     return array
 
 

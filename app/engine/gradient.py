@@ -2,6 +2,7 @@
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from app.engine.checks import (
     ranked_items,
 )
 from app.engine.errors import EngineError, renamed_fields
+from app.engine.verdicts import Agreement, decide, exact_means, rank_weights, rounded
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,7 @@ class GradientResult:
     influence_global: tuple[float, ...]
     influence_rank_mean: tuple[float, ...]
     warnings: tuple[str, ...]
+    agreement: Agreement
 
 
 def empty_warning(label: str, plain: str, divisor: str, given_mean: float = 0.0) -> str:
@@ -70,11 +73,16 @@ def from_means(
       ``N = Σ nᵣ``, global item mean ``g = Σ nᵣ ḡᵣ / N``,
       plain rank mean ``(1/P) Σ ḡᵣ`` (an empty rank counts as ḡᵣ = 0),
       scale factors ``P·nᵣ/N`` and compensated means ``P·nᵣ/N · ḡᵣ`` (their mean is g),
-      ``w_new = w - η g``, ``w_new_rank_mean = w - η·rank mean``, and their difference,
+      ``w_new = w - η g``, ``w_new_rank_mean = w - η·rank mean``, and their difference
+      ``w_new_difference = w_new_rank_mean - w_new = η·(g - rank mean)``,
       per-item influence ``1/N`` (global) against ``1/(P·nᵣ)`` (rank mean), 0 for empty ranks.
 
+    The means, N, both steps and the difference are the exact values of the float inputs
+    rounded once (so the difference is exactly 0 whenever the two means are equal);
+    ``agreement`` names the condition that makes them agree, or why they differ.
+
     Raises EngineError (naming the field) for mismatched lengths, non-finite or negative input,
-    ``η <= 0``, or ``N = 0`` ("no valid items in this update").
+    a subnormal count, ``η <= 0``, or ``N = 0`` ("no valid items in this update").
     """
     eta = finite_scalar("eta", eta, positive=True)
     w = finite_scalar("w", w)
@@ -95,14 +103,19 @@ def from_means(
         for r in np.flatnonzero(empty)
     ]
 
-    global_gradient = float(np.dot(n, mean) / total)
-    rank_mean_gradient = float(mean.mean())
+    # Both means, both steps and their difference from the inputs' exact values, rounded once:
+    # when the two schemes are the same computation their difference is exactly 0.
+    exact = exact_means(n.tolist(), mean.tolist(), rank_weights(ranks))
+    agreement = decide(exact)
+    step, start = Fraction(eta), Fraction(w)
+    global_gradient = rounded(exact.counted)
+    rank_mean_gradient = rounded(exact.plain)
+    total = rounded(exact.total)
     scale = ranks * n / total
     compensated = scale * mean
-    w_new = w - eta * global_gradient
-    w_new_rank_mean = w - eta * rank_mean_gradient
-    # eta * (g - rank mean) equals the difference of the two steps without their rounding.
-    w_new_difference = eta * (global_gradient - rank_mean_gradient)
+    w_new = rounded(start - step * exact.counted)
+    w_new_rank_mean = rounded(start - step * exact.plain)
+    w_new_difference = rounded(-step * exact.difference)
     occupied = np.where(empty, 1.0, n)
     influence_global = np.where(empty, 0.0, 1.0 / total)
     influence_rank_mean = np.where(empty, 0.0, 1.0 / (ranks * occupied))
@@ -138,6 +151,7 @@ def from_means(
         influence_global=as_floats(influence_global),
         influence_rank_mean=as_floats(influence_rank_mean),
         warnings=tuple(warnings),
+        agreement=agreement,
     )
 
 

@@ -2,6 +2,7 @@
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from app.engine.checks import (
 )
 from app.engine.errors import EngineError
 from app.engine.gradient import require_items
+from app.engine.verdicts import rounded
 
 MAX_STEPS = 1000
 # Beyond this |w| a diverging run is stopped: the loss ½(w - y)² stays far inside the float range.
@@ -42,6 +44,16 @@ class Trajectory:
     contraction_rank_mean: float
     diverged: bool
     warnings: tuple[str, ...]
+
+    @property
+    def converges_global(self) -> bool:
+        """The global scheme approaches its fixed point: ``|contraction_global| < 1``."""
+        return abs(self.contraction_global) < 1
+
+    @property
+    def converges_rank_mean(self) -> bool:
+        """The rank-mean scheme approaches its fixed point: ``|contraction_rank_mean| < 1``."""
+        return abs(self.contraction_rank_mean) < 1
 
 
 def _steps(value: int) -> int:
@@ -101,24 +113,23 @@ def trajectory(
     counts = np.bincount(rank_of, weights=weight, minlength=ranks)
     total = float(counts.sum())
     require_items(pairs, total)
-    occupied = counts > 0
-    divisor = np.where(occupied, counts, 1.0)
 
     def loss(at: float) -> float:
         return float(np.dot(weight, 0.5 * (at - y) ** 2) / total)
 
-    def global_gradient(at: float) -> float:
-        return float(np.dot(weight, at - y) / total)
-
-    def rank_mean_gradient(at: float) -> float:
-        local_sums = np.bincount(rank_of, weights=weight * (at - y), minlength=ranks)
-        return float((local_sums / divisor).mean())
-
-    fixed_global = float(np.dot(weight, y) / total)
-    rank_targets = np.bincount(rank_of, weights=weight * y, minlength=ranks) / divisor
-    fixed_rank_mean = float(rank_targets[occupied].mean())
-    contraction_global = 1.0 - eta
-    contraction_rank_mean = 1.0 - eta * float(occupied.sum()) / ranks
+    # Each scheme is the affine map w ← f + c·(w - f) (f its fixed point, c its contraction);
+    # f and c come from the exact values of the per-rank sums, so two schemes that are the same
+    # computation (one rank, equal counts, equal rank means) take exactly the same path.
+    sums = np.bincount(rank_of, weights=weight * y, minlength=ranks)
+    exact_counts = [Fraction(float(n)) for n in counts]
+    exact_sums = [Fraction(float(v)) for v in sums]
+    rank_targets = [v / n for v, n in zip(exact_sums, exact_counts, strict=True) if n]
+    rate = Fraction(eta)
+    fixed_global = rounded(sum(exact_sums, Fraction(0)) / sum(exact_counts, Fraction(0)))
+    fixed_rank_mean = rounded(sum(rank_targets, Fraction(0)) / len(rank_targets))
+    contraction_global = rounded(1 - rate)
+    contraction_rank_mean = rounded(1 - rate * Fraction(len(rank_targets), ranks))
+    finite_results("targets", fixed_point_global=fixed_global, fixed_point=fixed_rank_mean)
     warnings = [
         text
         for text in (
@@ -131,8 +142,10 @@ def trajectory(
     path_global, path_rank_mean = [w], [w]
     diverged = False
     for step in range(requested):
-        next_global = path_global[-1] - eta * global_gradient(path_global[-1])
-        next_rank_mean = path_rank_mean[-1] - eta * rank_mean_gradient(path_rank_mean[-1])
+        next_global = fixed_global + contraction_global * (path_global[-1] - fixed_global)
+        next_rank_mean = fixed_rank_mean + contraction_rank_mean * (
+            path_rank_mean[-1] - fixed_rank_mean
+        )
         escaped = [
             name
             for name, value in (("global", next_global), ("rank-mean", next_rank_mean))

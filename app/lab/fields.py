@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from app.engine import EngineError
+from app.numbers import minus_signs
 
 # Tags of the discriminated ``weights`` union: part of pydantic's error location, not a field.
 UNION_TAGS = frozenset({"per-item", "per-microbatch"})
@@ -85,12 +86,13 @@ def _from_pydantic(error: ErrorDetails) -> FieldError:
         # The model's own cross-field checks already start with the field's name.
         ctx = error.get("ctx") or {}
         param = str(ctx.get("field", ""))
-        return FieldError(param, input_id(param.split("/")[0]), error["msg"])
+        return FieldError(param, input_id(param.split("/")[0]), minus_signs(error["msg"]))
     loc = [part for part in error["loc"] if part not in UNION_TAGS]
     param = str(loc[0]) if loc else ""
     place = loc[1:]
     rank = place[0] if place and isinstance(place[0], int) else None
-    return FieldError(param, input_id(param, rank), f"{label(param, place)}: {error['msg']}")
+    message = minus_signs(f"{label(param, place)}: {error['msg']}")
+    return FieldError(param, input_id(param, rank), message)
 
 
 def validation_errors(exc: ValidationError) -> tuple[FieldError, ...]:
@@ -105,4 +107,5 @@ def validation_errors(exc: ValidationError) -> tuple[FieldError, ...]:
 def engine_error(exc: EngineError) -> FieldError:
     """An engine error (its message already names the field) at the input it belongs to."""
     param = ENGINE_INPUTS.get(exc.field, exc.field)
-    return FieldError(param, input_id(param, 0 if param in RANK_INPUTS else None), exc.message)
+    rank = 0 if param in RANK_INPUTS else None
+    return FieldError(param, input_id(param, rank), minus_signs(exc.message))

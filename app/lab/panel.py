@@ -17,7 +17,8 @@ from app.lab.query import (
     ring_query_pairs,
 )
 from app.lab.state import MAX_COUNT, MAX_RANKS, GradientRequest
-from app.lab.view import LabView, RingView, fmt, lab_view, ring_view
+from app.lab.view import LabView, RingView, lab_view, ring_view
+from app.numbers import fmt
 
 ParsedT = TypeVar("ParsedT")
 ViewT = TypeVar("ViewT")

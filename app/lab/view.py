@@ -6,38 +6,15 @@ Templates only place these strings; every number on the lab is formatted here.
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import cast
 
 from app.engine import GradientResult, RingCost, Trajectory
 from app.lab.state import GradientRequest, RingRequest
+from app.lab.worked import Lines, column, figures, lines, path_words, ring_words, verdict
+from app.numbers import fmt, minus_signs
 
-MINUS = "\u2212"
-TIMES = "\N{MULTIPLICATION SIGN}"
 SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
-SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 ITEMS_SHOWN = 12
-
-
-# A view formats the same few figures many times over (N, g and the counts sit in several
-# formulas): about 80 calls for 27 values in the lesson's example.
-@lru_cache(maxsize=4096, typed=True)
-def fmt(value: float, digits: int = 6) -> str:
-    """A number for reading: ``digits`` significant digits, a true minus sign, x10ⁿ exponents."""
-    if value == 0:
-        return "0"
-    text = f"{value:.{digits}g}"
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        power = str(int(exponent)).translate(SUPERSCRIPT)
-        text = f"{mantissa}{TIMES}10{power}"
-    return text.replace("-", MINUS)
-
-
-def term(value: float) -> str:
-    """A number as an operand: a negative value goes in parentheses after a times sign."""
-    text = fmt(value)
-    return f"({text})" if value < 0 else text
 
 
 def sub(r: int) -> str:
@@ -141,9 +118,16 @@ class LineChart:
 
 @dataclass(frozen=True, slots=True)
 class TrajectoryView:
+    """The SGD paths' text: per scheme a verb (heads to, oscillates around, diverges from),
+    its fixed point and a clause with the step's contraction factor."""
+
     steps: str
     fixed_point_global: str
     fixed_point_rank_mean: str
+    global_verb: str
+    rank_mean_verb: str
+    global_clause: str
+    rank_mean_clause: str
     final_global: str
     final_rank_mean: str
     loss_final_global: str
@@ -171,16 +155,13 @@ class LabView:
     w_new_rank_mean_formula: str
     difference_formula: str
     agree: bool
+    verdict: str
     ranks: tuple[RankRow, ...]
     warnings: tuple[str, ...]
     counts_chart: BarChart
     influence_chart: BarChart
     trajectory: TrajectoryView | None
     summary: str
-
-
-def _sum_formula(values: Sequence[float]) -> str:
-    return " + ".join(term(v) for v in values)
 
 
 def _item_list(values: Sequence[float]) -> str:
@@ -190,12 +171,17 @@ def _item_list(values: Sequence[float]) -> str:
     return shown or "none"
 
 
-def _rank_rows(result: GradientResult, state: GradientRequest) -> tuple[RankRow, ...]:
+def _rank_rows(
+    result: GradientResult, state: GradientRequest, worked: Lines
+) -> tuple[RankRow, ...]:
     rows = []
-    n_text = fmt(result.N)
+    counts = column(result.counts)
+    means = column(result.means)
+    factors = column(result.scale_factors, exact=True)
+    compensated = column(result.compensated_means)
+    influence_global = column(result.influence_global, exact=True)
+    influence_rank_mean = column(result.influence_rank_mean, exact=True)
     for r in range(result.P):
-        count, mean = result.counts[r], result.means[r]
-        factor = result.scale_factors[r]
         items = gradients = ""
         if state.targets is not None:
             ys = state.targets[r]
@@ -206,17 +192,15 @@ def _rank_rows(result: GradientResult, state: GradientRequest) -> tuple[RankRow,
         rows.append(
             RankRow(
                 rank=r,
-                count=fmt(count),
-                mean=fmt(mean) if count else "—",
-                factor=fmt(factor),
-                factor_formula=f"{result.P}{TIMES}{term(count)} / {n_text} = {fmt(factor)}",
-                compensated=fmt(result.compensated_means[r]),
-                compensated_formula=(
-                    f"{term(factor)}{TIMES}{term(mean)} = {fmt(result.compensated_means[r])}"
-                ),
-                influence_global=fmt(result.influence_global[r]),
-                influence_rank_mean=fmt(result.influence_rank_mean[r]),
-                empty=count == 0,
+                count=counts[r],
+                mean=means[r] if result.counts[r] else "—",
+                factor=factors[r],
+                factor_formula=worked.factors[r],
+                compensated=compensated[r],
+                compensated_formula=worked.compensated_means[r],
+                influence_global=influence_global[r],
+                influence_rank_mean=influence_rank_mean[r],
+                empty=result.counts[r] == 0,
                 items=items,
                 gradients=gradients,
             )
@@ -228,40 +212,33 @@ def lab_view(
     result: GradientResult, state: GradientRequest, path: Trajectory | None = None
 ) -> LabView:
     """The results fragment's view of one engine result (and, in the items form, a trajectory)."""
-    products = " + ".join(
-        f"{term(n)}{TIMES}{term(m)}" for n, m in zip(result.counts, result.means, strict=True)
-    )
-    g, rank_mean = result.global_gradient, result.rank_mean_gradient
-    eta, w = fmt(result.eta), fmt(result.w)
+    shown = figures(result)
+    worked = lines(result)
     return LabView(
         mode="items" if state.targets is not None else "means",
-        N=fmt(result.N),
-        global_gradient=fmt(g),
-        rank_mean_gradient=fmt(rank_mean),
-        w_new=fmt(result.w_new),
-        w_new_rank_mean=fmt(result.w_new_rank_mean),
-        w_new_difference=fmt(result.w_new_difference),
-        N_formula=f"{_sum_formula(result.counts)} = {fmt(result.N)}",
-        g_formula=f"({products}) / {fmt(result.N)} = {fmt(g)}",
-        rank_mean_formula=f"({_sum_formula(result.means)}) / {result.P} = {fmt(rank_mean)}",
-        compensated_formula=(f"({_sum_formula(result.compensated_means)}) / {result.P} = {fmt(g)}"),
-        w_new_formula=f"{w} {MINUS} {eta}{TIMES}{term(g)} = {fmt(result.w_new)}",
-        w_new_rank_mean_formula=(
-            f"{w} {MINUS} {eta}{TIMES}{term(rank_mean)} = {fmt(result.w_new_rank_mean)}"
-        ),
-        difference_formula=(
-            f"{fmt(result.w_new_rank_mean)} {MINUS} {term(result.w_new)}"
-            f" = {fmt(result.w_new_difference)}"
-        ),
-        agree=math.isclose(g, rank_mean, rel_tol=1e-12, abs_tol=1e-12),
-        ranks=_rank_rows(result, state),
-        warnings=result.warnings,
+        N=shown.N,
+        global_gradient=shown.global_gradient,
+        rank_mean_gradient=shown.rank_mean_gradient,
+        w_new=shown.w_new,
+        w_new_rank_mean=shown.w_new_rank_mean,
+        w_new_difference=shown.w_new_difference,
+        N_formula=worked.N,
+        g_formula=worked.g,
+        rank_mean_formula=worked.rank_mean,
+        compensated_formula=worked.compensated,
+        w_new_formula=worked.w_new,
+        w_new_rank_mean_formula=worked.w_new_rank_mean,
+        difference_formula=worked.difference,
+        agree=result.agreement.agree,
+        verdict=verdict(result),
+        ranks=_rank_rows(result, state, worked),
+        warnings=tuple(minus_signs(text) for text in result.warnings),
         counts_chart=counts_chart(result),
         influence_chart=influence_chart(result),
         trajectory=trajectory_view(path) if path is not None else None,
         summary=(
-            f"N {fmt(result.N)}: g {fmt(g)} against the rank mean {fmt(rank_mean)};"
-            f" w new {fmt(result.w_new)} against {fmt(result.w_new_rank_mean)}."
+            f"N {shown.N}: g {shown.global_gradient} against the rank mean"
+            f" {shown.rank_mean_gradient}; w new {shown.w_new} against {shown.w_new_rank_mean}."
         ),
     )
 
@@ -320,6 +297,7 @@ def counts_chart(result: GradientResult) -> BarChart:
     """Bars of the valid-item count nᵣ per rank."""
     top = nice_ceiling(max(result.counts))
     band = (RIGHT - LEFT) / result.P
+    shown = column(result.counts)
     bars = []
     for r, count in enumerate(result.counts):
         y = _y(count, 0.0, top)
@@ -330,13 +308,13 @@ def counts_chart(result: GradientResult) -> BarChart:
                 y=_n(y),
                 width=_n(band * 0.6),
                 height=_n(BOTTOM - y),
-                label=f"rank {r}: n{sub(r)} = {fmt(count)}",
-                value=fmt(count, 4),
+                label=f"rank {r}: n{sub(r)} = {shown[r]}",
+                value=shown[r],
                 value_y=_n(y - 4),
                 kind="count",
             )
         )
-    counts = ", ".join(f"rank {r} {fmt(c)}" for r, c in enumerate(result.counts))
+    counts = ", ".join(f"rank {r} {shown[r]}" for r in range(result.P))
     return BarChart(
         title="Valid items per rank",
         description=f"Bar chart of the count nᵣ per rank: {counts}; N = {fmt(result.N)}.",
@@ -352,11 +330,18 @@ def influence_chart(result: GradientResult) -> BarChart:
     """Paired bars per rank: one item's weight under the global mean (1/N) and the rank mean."""
     top = nice_ceiling(max((*result.influence_global, *result.influence_rank_mean)))
     band = (RIGHT - LEFT) / result.P
+    shown = column((*result.influence_global, *result.influence_rank_mean), exact=True)
     bars = []
     for r in range(result.P):
-        for offset, kind, value, name in (
-            (0.12, "global", result.influence_global[r], "global mean 1/N"),
-            (0.5, "rank-mean", result.influence_rank_mean[r], "rank mean 1/(P·nᵣ)"),
+        for offset, kind, value, name, text in (
+            (0.12, "global", result.influence_global[r], "global mean 1/N", shown[r]),
+            (
+                0.5,
+                "rank-mean",
+                result.influence_rank_mean[r],
+                "rank mean 1/(P·nᵣ)",
+                shown[result.P + r],
+            ),
         ):
             y = _y(value, 0.0, top)
             bars.append(
@@ -366,18 +351,13 @@ def influence_chart(result: GradientResult) -> BarChart:
                     y=_n(y),
                     width=_n(band * 0.38),
                     height=_n(BOTTOM - y),
-                    label=f"rank {r}, {name}: {fmt(value)}",
-                    value=fmt(value, 3) if result.P <= 3 else "",
+                    label=f"rank {r}, {name}: {text}",
+                    value=text if result.P <= 3 else "",
                     value_y=_n(y - 4),
                     kind=kind,
                 )
             )
-    pairs = "; ".join(
-        f"rank {r}: {fmt(a)} vs {fmt(b)}"
-        for r, (a, b) in enumerate(
-            zip(result.influence_global, result.influence_rank_mean, strict=True)
-        )
-    )
+    pairs = "; ".join(f"rank {r}: {shown[r]} vs {shown[result.P + r]}" for r in range(result.P))
     return BarChart(
         title="Weight of one item in the update",
         description=(
@@ -437,9 +417,10 @@ def trajectory_chart(path: Trajectory) -> LineChart:
     if abs(y_global - y_rank) < 12:
         nudge = 6 if y_global > y_rank else -6
         y_global, y_rank = y_global + nudge, y_rank - nudge
+    words = path_words(path)
     guide_labels = (
-        Tick(_n(y_global - 3), f"global → {fmt(fixed[0])}", "global"),
-        Tick(_n(y_rank - 3), f"rank mean → {fmt(fixed[1])}", "rank-mean"),
+        Tick(_n(y_global - 3), words.global_course.label, "global"),
+        Tick(_n(y_rank - 3), words.rank_mean_course.label, "rank-mean"),
     )
     middle = path.steps // 2
     step_ticks = tuple(
@@ -447,12 +428,7 @@ def trajectory_chart(path: Trajectory) -> LineChart:
     )
     return LineChart(
         title="w over the SGD steps",
-        description=(
-            f"Line chart of w over {plural(path.steps, 'step')} from w = {fmt(path.w_global[0])}:"
-            f" the global item mean ends at {fmt(path.w_global[-1])} heading to"
-            f" {fmt(fixed[0])}; the plain rank mean ends at {fmt(path.w_rank_mean[-1])} heading"
-            f" to {fmt(fixed[1])}."
-        ),
+        description=words.description,
         frame=FRAME,
         lines=lines,
         guides=guides,
@@ -463,28 +439,25 @@ def trajectory_chart(path: Trajectory) -> LineChart:
 
 
 def trajectory_view(path: Trajectory) -> TrajectoryView:
+    words = path_words(path)
     return TrajectoryView(
         steps=str(path.steps),
-        fixed_point_global=fmt(path.fixed_point_global),
-        fixed_point_rank_mean=fmt(path.fixed_point_rank_mean),
-        final_global=fmt(path.w_global[-1]),
-        final_rank_mean=fmt(path.w_rank_mean[-1]),
-        loss_final_global=fmt(path.loss_global[-1]),
-        loss_final_rank_mean=fmt(path.loss_rank_mean[-1]),
+        fixed_point_global=words.global_course.fixed_point,
+        fixed_point_rank_mean=words.rank_mean_course.fixed_point,
+        global_verb=words.global_course.verb,
+        rank_mean_verb=words.rank_mean_course.verb,
+        global_clause=words.global_course.clause,
+        rank_mean_clause=words.rank_mean_course.clause,
+        final_global=words.final_global,
+        final_rank_mean=words.final_rank_mean,
+        loss_final_global=words.loss_final_global,
+        loss_final_rank_mean=words.loss_final_rank_mean,
         chart=trajectory_chart(path),
-        warnings=path.warnings,
+        warnings=tuple(minus_signs(text) for text in path.warnings),
     )
 
 
 # ---- ring all-reduce ---------------------------------------------------------------------------
-
-
-def fmt_seconds(seconds: float) -> str:
-    """A duration with a readable unit: s, ms, µs or ns."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{fmt(seconds / scale, 4)} {unit}"
-    return f"{fmt(seconds / 1e-9, 4)} ns"
 
 
 @dataclass(frozen=True, slots=True)
@@ -494,22 +467,17 @@ class RingView:
     count_time: str
     count_formula: str
     overhead: str
+    note: str
 
 
 def ring_view(cost: RingCost, state: RingRequest) -> RingView:
     """The ring panel: ideal all-reduce time and the one scalar all-reduce that carries N."""
-    p, alpha = state.ranks, f"{fmt(state.alpha_us)} µs"
-    bandwidth = f"{fmt(state.bandwidth_gbps)} GB/s"
+    words = ring_words(cost, state.payload_mb, state.alpha_us, state.bandwidth_gbps)
     return RingView(
-        time=fmt_seconds(cost.time_s),
-        time_formula=(
-            f"2{TIMES}({p} {MINUS} 1){TIMES}({alpha} + {fmt(state.payload_mb)} MB"
-            f" / ({p}{TIMES}{bandwidth})) = {fmt_seconds(cost.time_s)}"
-        ),
-        count_time=fmt_seconds(cost.count_reduce_time_s),
-        count_formula=(
-            f"2{TIMES}({p} {MINUS} 1){TIMES}({alpha} + 8 bytes / ({p}{TIMES}{bandwidth}))"
-            f" = {fmt_seconds(cost.count_reduce_time_s)}"
-        ),
-        overhead=f"{fmt(cost.overhead_ratio * 100, 3)} %",
+        time=words.time,
+        time_formula=words.time_formula,
+        count_time=words.count_time,
+        count_formula=words.count_formula,
+        overhead=words.overhead,
+        note=words.note,
     )

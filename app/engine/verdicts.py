@@ -1,0 +1,162 @@
+"""Whether two weightings of the same local means agree, and why, decided in exact arithmetic.
+
+Both reductions of the lesson are weighted means of local means ``ḡᵢ`` with weights that sum
+to 1: the count-weighted one gives entry i the weight ``nᵢ/N``; the plain one a fixed weight
+``cᵢ`` (``1/P`` for the rank mean, ``1/(P·M_r)`` for the naive average of microbatch means).
+An entry with count 0 has no mean: both count it as ``ḡᵢ = 0``. Their difference
+
+    plain - counted = Σᵢ (cᵢ - nᵢ/N)·ḡᵢ
+
+is computed here from the floats' exact rational values (``fractions.Fraction``), so when the
+two are the same computation it is exactly 0, and the condition that makes them agree is named.
+"""
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+# Why the two weightings agree (the first that holds, in this order) or why they differ.
+Reason = Literal[
+    "one entry",  # a single rank (or a single microbatch): both means are its mean
+    "proportional counts",  # nᵢ/N = cᵢ for every entry: equal counts across ranks
+    "equal means",  # every entry has items and the same mean
+    "zero means",  # some entries are empty, and every non-empty entry's mean is 0
+    "coincidence",  # none of the above, yet the two sums are equal
+    "unequal counts",  # they differ: the counts are not in proportion to cᵢ
+    "empty entries",  # they differ only because the empty entries count as 0
+]
+AGREEING: tuple[Reason, ...] = (
+    "one entry",
+    "proportional counts",
+    "equal means",
+    "zero means",
+    "coincidence",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Exact:
+    """The two weighted means as exact fractions, with the inputs they came from."""
+
+    counts: tuple[float, ...]
+    means: tuple[float, ...]
+    plain_weights: tuple[Fraction, ...]
+    total: Fraction
+    counted: Fraction
+    plain: Fraction
+
+    @property
+    def difference(self) -> Fraction:
+        """``plain - counted``, exactly."""
+        return self.plain - self.counted
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """The verdict on one comparison; ``difference`` is ``plain - counted`` rounded once.
+
+    ``plain`` and ``counted`` are the two means exactly: they may differ by less than the
+    floats they round to can show.
+    """
+
+    agree: bool
+    reason: Reason
+    difference: float
+    empty: tuple[int, ...]
+    plain: Fraction
+    counted: Fraction
+
+
+def _dyadic_sum(ratios: Iterable[tuple[int, int]]) -> Fraction:
+    """The exact sum of ratios whose denominators are powers of two (``float.as_integer_ratio``):
+    plain integers over the largest denominator, one Fraction at the end."""
+    pairs = list(ratios)
+    if not pairs:
+        return Fraction(0)
+    top = max(d for _, d in pairs)
+    return Fraction(sum(n * (top // d) for n, d in pairs), top)
+
+
+def exact_means(
+    counts: Sequence[float], means: Sequence[float], plain_weights: Sequence[Fraction]
+) -> Exact:
+    """Both weighted means of ``means`` exactly; an entry with count 0 has mean 0.
+
+    ``counts`` are non-negative with a positive sum; ``plain_weights`` sum to 1.
+    """
+    n = tuple(float(x) for x in counts)
+    m = tuple(float(y) if x else 0.0 for x, y in zip(n, means, strict=True))
+    n_ratios = [x.as_integer_ratio() for x in n]
+    m_ratios = [y.as_integer_ratio() for y in m]
+    total = _dyadic_sum(n_ratios)
+    products = ((a * c, b * d) for (a, b), (c, d) in zip(n_ratios, m_ratios, strict=True))
+    counted = _dyadic_sum(products) / total
+    groups: dict[Fraction, list[tuple[int, int]]] = {}
+    for weight, ratio in zip(plain_weights, m_ratios, strict=True):
+        groups.setdefault(weight, []).append(ratio)
+    plain = sum((weight * _dyadic_sum(group) for weight, group in groups.items()), Fraction(0))
+    return Exact(n, m, tuple(plain_weights), total, counted, plain)
+
+
+def rounded(value: Fraction) -> float:
+    """The nearest float; beyond the float range ±inf (the caller's finiteness check refuses it)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def rank_weights(ranks: int) -> tuple[Fraction, ...]:
+    """The plain rank mean's weights: ``1/P`` each."""
+    return (Fraction(1, ranks),) * ranks
+
+
+def decide(exact: Exact) -> Agreement:
+    """Name the first condition that makes the two means equal, or why they differ."""
+    empty = tuple(i for i, n in enumerate(exact.counts) if n == 0)
+    occupied = [m for n, m in zip(exact.counts, exact.means, strict=True) if n]
+    reason: Reason
+    if len(exact.counts) == 1:
+        reason = "one entry"
+    elif _proportional(exact):
+        reason = "proportional counts"
+    elif not empty and len(set(occupied)) == 1:
+        reason = "equal means"
+    elif empty and not any(occupied):
+        reason = "zero means"
+    elif exact.difference == 0:
+        reason = "coincidence"
+    elif empty and _only_empties(exact, empty):
+        reason = "empty entries"
+    else:
+        reason = "unequal counts"
+    return Agreement(
+        agree=reason in AGREEING,
+        reason=reason,
+        difference=rounded(exact.difference),
+        empty=empty,
+        plain=exact.plain,
+        counted=exact.counted,
+    )
+
+
+def _proportional(exact: Exact) -> bool:
+    """``nᵢ/N = cᵢ`` for every entry; with equal weights, simply equal counts."""
+    if len(set(exact.plain_weights)) == 1:
+        return len(set(exact.counts)) == 1
+    return all(
+        Fraction(n) == c * exact.total
+        for n, c in zip(exact.counts, exact.plain_weights, strict=True)
+    )
+
+
+def _only_empties(exact: Exact, empty: tuple[int, ...]) -> bool:
+    """Without the empty entries (their plain weight spread over the rest) the two would agree."""
+    kept = [i for i in range(len(exact.counts)) if i not in empty]
+    share = sum((exact.plain_weights[i] for i in kept), Fraction(0))
+    return (
+        all(Fraction(exact.counts[i]) * share == exact.plain_weights[i] * exact.total for i in kept)
+        or len({exact.means[i] for i in kept}) == 1
+    )

@@ -1,0 +1,66 @@
+"""The words for an engine verdict, shared by the lab and the confirmation panel.
+
+The engine decides which condition holds (``app.engine.verdicts``); this module only says it.
+Entries are ranks, or microbatches when gradient accumulation is compared.
+"""
+
+from app.engine.verdicts import Agreement, Reason
+from app.numbers import Value, fmt, minus, written
+
+_RANKS: dict[Reason, str] = {
+    "one entry": "there is one rank, so the mean of the rank means is that rank's mean,"
+    " the global item mean",
+    "proportional counts": "every rank has the same count, so the plain mean of rank means is"
+    " the global item mean",
+    "equal means": "every rank has the same mean gradient, so weighting by rank or by item"
+    " gives that same mean",
+    "zero means": "every rank with items has mean gradient 0, so both means are 0",
+    "coincidence": "the counts and the means differ, yet the two weightings happen to give"
+    " the same value",
+    "unequal counts": "it weights each rank equally, not each item",
+    "empty entries": "it counts each empty rank as a mean of 0 and still divides by P",
+}
+_MICROBATCHES: dict[Reason, str] = {
+    "one entry": "there is one microbatch, so every average of microbatch means is its mean",
+    "proportional counts": "each microbatch's count is in proportion to the weight 1/(P·M_r)"
+    " the naive average gives it, so the naive average is the window's item mean",
+    "equal means": "every microbatch has the same mean gradient, so any weighting of them"
+    " gives that same mean",
+    "zero means": "every microbatch with items has mean gradient 0, so both means are 0",
+    "coincidence": "the counts and the means differ, yet the two weightings happen to give"
+    " the same value",
+    "unequal counts": "it weights each microbatch by 1/(P·M_r), not each item",
+    "empty entries": "it counts each empty microbatch as a mean of 0",
+}
+
+
+def reason(agreement: Agreement, *, microbatches: bool = False) -> str:
+    """Why the two schemes agree, or why they differ, as a clause (no capital, no stop)."""
+    words = (_MICROBATCHES if microbatches else _RANKS)[agreement.reason]
+    if agreement.reason == "unequal counts" and agreement.empty:
+        entry = "microbatch" if microbatches else "rank"
+        words += f", and it counts each empty {entry} as a mean of 0"
+    return words
+
+
+# Exact means may differ far below float resolution (1 against 1 + 5e-19): enough digits.
+MOST_DIGITS = 60
+
+
+def lab_verdict(agreement: Agreement) -> str:
+    """The lab's verdict: that the plain rank mean equals g and why, or by how much it differs.
+
+    The two means print from their exact values, with the fewest digits that show them apart
+    and make "x instead of y (d lower)" hold as printed.
+    """
+    if agreement.agree:
+        return f"Both schemes agree here: {reason(agreement)}."
+    # "x instead of y (d lower)" is arithmetic too: y - x = d must hold as printed.
+    plain, counted = agreement.plain, agreement.counted
+    high, low = (plain, counted) if plain > counted else (counted, plain)
+    line = written(minus(Value(high), Value(low)), high - low, most=MOST_DIGITS)
+    side = "higher" if plain > counted else "lower"
+    return (
+        f"The plain rank mean gives {fmt(plain, line.digits)} instead of"
+        f" {fmt(counted, line.digits)} ({line.result} {side}): {reason(agreement)}."
+    )
