@@ -121,6 +121,9 @@ def accumulate(
         float(np.dot(n_row, m_row) / n) if n else 0.0
         for n_row, m_row, n in zip(counts, means, rank_counts, strict=True)
     ]
+    # Exact arithmetic needs finite inputs: a count or mean past the float range is refused first.
+    finite_results("weights" if weights is not None else "microbatches", total=total)
+    finite_results("microbatches", means=np.array([m for row in means for m in row]))
     # The two window gradients, both steps and their difference from the exact values of the
     # microbatch counts and means, rounded once: equal gradients give a difference of exactly 0.
     exact = exact_means(
