@@ -13,11 +13,14 @@ from fastapi import FastAPI, Request
 from jinja2 import TemplateNotFound
 from starlette.responses import Response
 
-from app.lesson.quiz import AnswerError, Verdict, read_results, score
+from app.lesson.attempts import Attempts, Progress, progress, read_log
+from app.lesson.quiz import AnswerError, read_results, score
 from app.lesson.render import RenderedLesson
 from app.templating import templates
 
 SCORE_COOKIE = "atlas_quiz"
+# Every question's attempts (options chosen, answer shown): its feedback after a reload.
+ATTEMPTS_COOKIE = "atlas_quiz_attempts"
 SCORE_COOKIE_AGE = 60 * 60 * 24 * 365
 # The lesson's interactive parts (app/lesson/parts.py says which, and after which section).
 LAB_TEMPLATE = "_lesson_lab.html"
@@ -28,9 +31,9 @@ PERSONAL = "private, no-cache"
 
 @dataclass(frozen=True, slots=True)
 class Feedback:
-    """What one question shows after a submission: a verdict, or why none could be given."""
+    """What one question shows: how its attempts went, or why an answer could not be checked."""
 
-    verdict: Verdict | None = None
+    progress: Progress | None = None
     error: AnswerError | None = None
 
 
@@ -60,6 +63,23 @@ def results(request: Request) -> dict[str, bool]:
     return read_results(request.cookies.get(SCORE_COOKIE), secret, questions, lesson_id)
 
 
+def attempts(request: Request) -> dict[str, Attempts]:
+    """This visitor's attempts per question (a forged or stale cookie reads as none)."""
+    questions = [q.question for q in rendered(request).questions]
+    secret = request.app.state.settings.secret_key
+    return read_log(request.cookies.get(ATTEMPTS_COOKIE), secret, questions)
+
+
+def feedback_for(request: Request, log: Mapping[str, Attempts]) -> dict[str, Feedback]:
+    """Each attempted question's feedback, as it showed when last answered."""
+    found: dict[str, Feedback] = {}
+    for item in rendered(request).questions:
+        shown = progress(item.question, log.get(item.question.id, Attempts()))
+        if shown is not None:
+            found[item.question.id] = Feedback(progress=shown)
+    return found
+
+
 def context(
     request: Request,
     lab: Mapping[str, Any],
@@ -86,7 +106,7 @@ def render(request: Request, lab: Mapping[str, Any], status_code: int | None = N
 
     A lab state that cannot be computed still renders, with its message: 422.
     """
-    page = context(request, lab, results(request))
+    page = context(request, lab, results(request), feedback_for(request, attempts(request)))
     status = status_code if status_code is not None else page.get("lab_status_code", 200)
     response = templates.TemplateResponse(request, PAGE_TEMPLATE, page, status_code=status)
     response.headers["Cache-Control"] = PERSONAL

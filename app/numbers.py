@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import NamedTuple
 
 MINUS = "\u2212"
 TIMES = "\N{MULTIPLICATION SIGN}"
@@ -36,7 +37,7 @@ LOG10_2 = math.log10(2)
 
 def _scientific(value: Number, digits: int) -> tuple[int, str, int]:
     """``(sign, mantissa digits, exponent)`` of value rounded to ``digits`` significant digits."""
-    if isinstance(value, Fraction):
+    if not isinstance(value, float | int):  # a Fraction (float first: the Fraction ABC is slow)
         sign = -1 if value < 0 else 1
         p, q = abs(value.numerator), value.denominator
         # 10**e <= p/q < 10**(e + 1): a guess from the bit lengths, then corrected.
@@ -63,9 +64,11 @@ def _scientific(value: Number, digits: int) -> tuple[int, str, int]:
 Ratio = tuple[int, int]
 
 
-@dataclass(frozen=True, slots=True)
-class Printed:
-    """One number as printed: the text, its exact value and half a unit of its last digit."""
+class Printed(NamedTuple):
+    """One number as printed: the text, its exact value and half a unit of its last digit.
+
+    A named tuple, not a frozen dataclass: written-out lines build many, and a tuple is quicker.
+    """
 
     text: str
     value: Ratio
@@ -368,20 +371,23 @@ def written(
     name, scale = unit if unit is not None else ("", Fraction(1))
     suffix = f" {name}" if name else ""
     shown_result = Fraction(result) / scale if name else result
-    operands = _values(expr)
-    unique = set(operands)
+    unique = set(_values(expr))
+    # The result may print like an operand only when it is one (or carries a unit).
+    may_repeat = bool(name) or result in unique
 
     def attempt(digits: int, fewer: bool) -> Line | None:
         shown = {fmt(v, digits) for v in unique}
         if len(shown) < len(unique):
             return None
-        value = _evaluate(expr, digits)
+        value: Ratio | None = None  # evaluated once per digit count, when first needed
         tries = range(digits - 1, min(3, digits) - 1, -1) if fewer else (digits,)
         for result_digits in tries:
             answer = printed(shown_result, result_digits)
-            text = answer.text
-            if holds(value, answer, scale) and (result in unique or text not in shown or name):
-                return Line(_render(expr, digits), text + suffix, digits)
+            if not may_repeat and answer.text in shown:
+                continue
+            value = value or _evaluate(expr, digits)
+            if holds(value, answer, scale):
+                return Line(_render(expr, digits), answer.text + suffix, digits)
         return None
 
     # First the result with as many digits as the operands; under cancellation (a difference

@@ -146,8 +146,13 @@ def test_the_invalid_input_is_marked_and_keeps_what_was_typed(client: TestClient
     assert field is not None
     assert field["value"] == "abc"
     assert field["aria-invalid"] == "true"
-    assert field["aria-describedby"] == "error-lab-count-1"
+    assert field["aria-describedby"] == "msg-lab-count-1"
     assert lab.select_one("#error-lab-count-1") is not None
+    # The message sits at the field itself, inside the field's own box.
+    message = lab.select_one("#msg-lab-count-1")
+    assert message is not None
+    assert message.find_parent(class_="lab-field") is field.find_parent(class_="lab-field")
+    assert "rank 1 count" in message.get_text()
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=[p.label for p in PRESETS])
@@ -204,7 +209,8 @@ def test_heavy_padding_counts_only_weighted_tokens(client: TestClient) -> None:
 def test_charts_are_labelled_svg(client: TestClient) -> None:
     page = soup(client.get(f"/lab?{LESSON}", headers=HX).text)
     charts = page.select("svg[role=img]")
-    assert len(charts) == 2
+    # The number line and the implied SGD path (results pane), the two bar charts (details).
+    assert len(charts) == 4
     for svg in charts:
         title, desc = svg.find("title"), svg.find("desc")
         assert title is not None

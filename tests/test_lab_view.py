@@ -3,6 +3,8 @@
 # The lab writes true minus and times signs; the expected strings spell them the same way.
 # ruff: noqa: RUF001
 
+from itertools import pairwise
+
 import pytest
 
 from app.engine import from_items, from_means, ring_allreduce, trajectory
@@ -12,10 +14,13 @@ from app.lab.view import (
     RIGHT,
     TOP,
     LabView,
+    counts_chart,
+    influence_chart,
     lab_view,
     nice_ceiling,
     nice_range,
     ring_view,
+    trajectory_chart,
 )
 from app.lab.worked import fmt_seconds
 from app.numbers import fmt
@@ -154,3 +159,78 @@ def test_ring_view_substitutes_the_numbers() -> None:
 )
 def test_fmt_seconds(seconds: float, text: str) -> None:
     assert fmt_seconds(seconds) == text
+
+
+CHAR = 8.0  # viewBox units per character of the charts' 14-unit type (generous for digits)
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4, 8])
+def test_bar_value_labels_never_overlap_their_neighbours(ranks: int) -> None:
+    # P = 3 used to print "0.06670.0667": two labels wider than the bars they sit on.
+    counts = tuple(float(c) for c in (2, 6, 3, 5, 7, 1, 4, 8)[:ranks])
+    result = from_means(counts, (1.0,) * ranks, eta=0.1, w=10.0)
+    for chart in (influence_chart(result), counts_chart(result)):
+        spans = sorted(
+            (float(bar.cx) - len(bar.value) * CHAR / 2, float(bar.cx) + len(bar.value) * CHAR / 2)
+            for bar in chart.bars
+            if bar.value
+        )
+        for (_, right), (left, _) in pairwise(spans):
+            assert right <= left, chart.title
+
+
+def test_trajectory_labels_fit_the_frame_and_keep_their_minus_sign() -> None:
+    path = trajectory([[-900.0, -900.0], [-700.0] * 6], eta=0.1, w=10.0, steps=1000)
+    chart = trajectory_chart(path)
+    assert any(t.label.startswith("\N{MINUS SIGN}") for t in chart.ticks)
+    for tick in chart.ticks:  # right-aligned at tick_x: the whole label left of it, inside
+        assert float(chart.frame.tick_x) - len(tick.label) * CHAR >= 0, tick.label
+    last = chart.step_ticks[-1]
+    assert last.label == "1000"
+    assert last.kind == "end"
+    assert float(last.at) <= 360
+
+
+def test_trajectory_fixed_point_labels_sit_away_from_the_start() -> None:
+    # The curves come down from w = 10 towards 8 and 7.5: each label goes under its guide.
+    path = trajectory([[9.0, 9.0], [7.0] * 6], eta=0.1, w=10.0, steps=30)
+    chart = trajectory_chart(path)
+    guides = {g.kind: float(g.points.split()[0].split(",")[1]) for g in chart.guides}
+    for label in chart.guide_labels:
+        assert float(label.y) > guides[label.kind], label.label
+
+
+def _curve_points(chart: object) -> list[tuple[float, float]]:
+    points = []
+    for line in chart.lines:  # type: ignore[attr-defined]
+        pairs = [tuple(map(float, p.split(","))) for p in line.points.split()]
+        for (xa, ya), (xb, yb) in pairwise(pairs):
+            points += [(xa + (xb - xa) * t / 20, ya + (yb - ya) * t / 20) for t in range(21)]
+    return points
+
+
+@pytest.mark.parametrize(
+    ("targets", "weights", "eta", "steps"),
+    [
+        # Heavy padding: the rank-mean curve falls past the global guide (8.6) on its way to 8.
+        ([[9.0] * 8, [7.0, 7.0] + [0.0] * 6], [[1.0] * 8, [1.0, 1.0] + [0.0] * 6], 0.1, 30),
+        ([[9.0, 9.0], [7.0] * 6], None, 0.1, 30),
+        ([[9.0, 9.0], [7.0] * 6], None, 1.5, 10),  # oscillating
+        ([[12.0], [-3.0] * 3, [5.0]], None, 0.3, 1),  # one step: two points far apart
+    ],
+)
+def test_fixed_point_labels_never_meet_a_curve_or_each_other(
+    targets: list[list[float]], weights: list[list[float]] | None, eta: float, steps: int
+) -> None:
+    chart = trajectory_chart(trajectory(targets, weights, eta=eta, w=10.0, steps=steps))
+    boxes = []
+    for label in chart.guide_labels:
+        x0, baseline = float(label.x), float(label.y)
+        box = (x0, x0 + len(label.label) * CHAR, baseline - 11, baseline + 3)
+        boxes.append(box)
+        assert box[0] >= 0, label.label
+        assert box[1] <= 360, label.label
+        for x, y in _curve_points(chart):
+            assert not (box[0] <= x <= box[1] and box[2] <= y <= box[3]), (label.label, x, y)
+    (a, b) = boxes
+    assert a[1] < b[0] or b[1] < a[0] or a[3] < b[2] or b[3] < a[2]

@@ -8,9 +8,10 @@ from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
 from httpx import Response
 
+from app.lesson.attempts import Attempts, sign_log
 from app.lesson.loader import load_lesson
 from app.lesson.quiz import parse_questions, sign_results
-from app.lesson_page import SCORE_COOKIE
+from app.lesson_page import ATTEMPTS_COOKIE, SCORE_COOKIE
 from app.settings import DEFAULT_LESSON
 
 LESSON = load_lesson(DEFAULT_LESSON)
@@ -97,8 +98,13 @@ def test_page_never_carries_answers_before_submission(fresh: TestClient) -> None
 
 def test_right_answer_without_htmx_returns_the_page_at_the_question(fresh: TestClient) -> None:
     response = answer(fresh, "section-11", "2")
+    # Post/redirect/get: a 303 to the lesson page at the question (never a page at /quiz).
+    (redirect,) = response.history
+    assert redirect.status_code == 303
+    assert redirect.headers["location"] == "/#section-11"
+    assert "HX-Request" in redirect.headers["vary"]
     assert response.status_code == 200
-    assert "HX-Request" in response.headers["vary"]
+    assert response.url.path == "/"
     soup = soup_of(response)
     assert soup.find("h1") is not None  # the whole page
     feedback = soup.find(id="feedback-section-11")
@@ -114,7 +120,7 @@ def test_right_answer_without_htmx_returns_the_page_at_the_question(fresh: TestC
         assert isinstance(other_feedback, Tag)
         assert text(other_feedback) == ""
     assert score_text(soup) == "Score: 1 of 3 correct (1 of 3 answered)"
-    assert SCORE_COOKIE in response.cookies
+    assert SCORE_COOKIE in fresh.cookies
 
 
 def test_wrong_answer_with_htmx_returns_only_the_feedback(fresh: TestClient) -> None:
@@ -127,12 +133,19 @@ def test_wrong_answer_with_htmx_returns_only_the_feedback(fresh: TestClient) -> 
     assert soup.find("form") is None
     verdict = soup.find(class_="verdict")
     assert isinstance(verdict, Tag)
-    assert text(verdict) == "Incorrect. You chose “2”; the answer is “2.5”."
-    assert QUESTIONS[0].reasoning in text(soup)
+    # A first wrong answer gets a second try: the answer and the reasoning stay hidden.
+    assert text(verdict).startswith("Not quite. “2” is not the answer.")
+    assert "2.5" not in text(soup).replace("(1 of 3 answered)", "")
+    assert QUESTIONS[0].reasoning not in text(soup)
     score = soup.find(id="quiz-score")
     assert isinstance(score, Tag)
     assert score["hx-swap-oob"] == "true"
     assert text(score) == "Score: 0 of 3 correct (1 of 3 answered)"
+    # The second wrong answer shows the answer and why.
+    second = soup_of(answer(fresh, "section-11", "3", htmx=True))
+    assert text(second).startswith("The answer is “2.5”. You chose “4”.")
+    assert "The score counts your first answer: not correct." in text(second)
+    assert QUESTIONS[0].reasoning in text(second)
 
 
 def test_right_answer_with_htmx(fresh: TestClient) -> None:
@@ -147,7 +160,7 @@ def test_wrong_answer_without_htmx(fresh: TestClient) -> None:
     assert response.status_code == 200
     feedback = soup_of(response).find(id="feedback-section-12")
     assert isinstance(feedback, Tag)
-    assert text(feedback).startswith("Incorrect. You chose “2 and 6”; the answer is “0.5 and 1.5”.")
+    assert text(feedback).startswith("Not quite. “2 and 6” is not the answer.")
 
 
 def test_score_is_kept_in_the_signed_cookie(fresh: TestClient) -> None:
@@ -156,19 +169,20 @@ def test_score_is_kept_in_the_signed_cookie(fresh: TestClient) -> None:
     last = answer(fresh, "section-13", "2", htmx=True)
     assert score_text(soup_of(last)) == "Score: 2 of 3 correct"
     assert score_text(soup_of(fresh.get("/"))) == "Score: 2 of 3 correct"
-    # A later answer to the same question replaces the earlier result.
+    # The score records the first answer: a later one, right or wrong, does not change it.
     answer(fresh, "section-12", "3")
-    assert score_text(soup_of(fresh.get("/"))) == "Score: 3 of 3 correct"
+    assert score_text(soup_of(fresh.get("/"))) == "Score: 2 of 3 correct"
     answer(fresh, "section-11", "3")
     assert score_text(soup_of(fresh.get("/"))) == "Score: 2 of 3 correct"
 
 
 def test_cookie_attributes(fresh: TestClient) -> None:
-    header = answer(fresh, "section-11", "2").headers["set-cookie"]
-    assert header.startswith(f"{SCORE_COOKIE}=")
-    assert "HttpOnly" in header
-    assert "SameSite=lax" in header
-    assert "Path=/" in header
+    headers = answer(fresh, "section-11", "2").history[0].headers.get_list("set-cookie")
+    assert sorted(h.split("=")[0] for h in headers) == sorted([SCORE_COOKIE, ATTEMPTS_COOKIE])
+    for header in headers:
+        assert "HttpOnly" in header
+        assert "SameSite=lax" in header
+        assert "Path=/" in header
 
 
 @pytest.mark.parametrize(
@@ -282,7 +296,74 @@ def test_uploaded_file_as_choice_is_refused(fresh: TestClient) -> None:
 
 
 def test_get_on_quiz_url_is_not_allowed(fresh: TestClient) -> None:
+    # The address never becomes /quiz (answers redirect to the page), so nothing links to a GET.
     assert fresh.get("/quiz").status_code == 405
+
+
+def test_feedback_survives_a_reload(fresh: TestClient) -> None:
+    answer(fresh, "section-11", "1", htmx=True)
+    answer(fresh, "section-13", "2", htmx=True)
+    page = soup_of(fresh.get("/"))
+    retry = page.find(id="feedback-section-11")
+    solved = page.find(id="feedback-section-13")
+    untouched = page.find(id="feedback-section-12")
+    assert isinstance(retry, Tag)
+    assert isinstance(solved, Tag)
+    assert isinstance(untouched, Tag)
+    assert text(retry).startswith("Not quite. “2” is not the answer.")
+    assert text(solved).startswith("Correct. The answer is “No”.")
+    assert text(untouched) == ""
+    checked = page.select('#quiz-section-11 input[name="choice"][checked]')
+    assert [c["value"] for c in checked] == ["1"]
+
+
+def test_show_the_answer_reveals_it_and_counts_an_unanswered_question_wrong(
+    fresh: TestClient,
+) -> None:
+    page = soup_of(fresh.get("/"))
+    button = page.select_one('#quiz-section-12 button[name="reveal"]')
+    assert button is not None
+    assert text(button) == "Show the answer"
+    assert button.has_attr("formnovalidate")  # no option needed
+    shown = soup_of(fresh.post("/quiz", data={"question": "section-12", "reveal": "1"}, headers=HX))
+    assert text(shown).startswith("The answer is “0.5 and 1.5”.")
+    assert "Shown before any answer" in text(shown)
+    assert QUESTIONS[1].reasoning in text(shown)
+    assert score_text(shown) == "Score: 0 of 3 correct (1 of 3 answered)"
+    # An answer after that is checked, but the score keeps the first record.
+    answer(fresh, "section-12", "3", htmx=True)
+    assert score_text(soup_of(fresh.get("/"))) == "Score: 0 of 3 correct (1 of 3 answered)"
+
+
+def test_reveal_for_an_unknown_question_is_422(fresh: TestClient) -> None:
+    response = fresh.post("/quiz", data={"question": "section-2", "reveal": "1"}, headers=HX)
+    assert response.status_code == 422
+    assert "unknown question" in response.text
+
+
+def test_see_it_in_the_lab_opens_the_state_the_question_is_about(fresh: TestClient) -> None:
+    # Before the answer is shown the link would give it away: it is not there.
+    page = soup_of(fresh.get("/"))
+    assert page.select("#quiz-section-11 .quiz-lab") == []
+    shown = soup_of(answer(fresh, "section-11", "2", htmx=True))
+    link = shown.select_one(".quiz-lab a")
+    assert link is not None
+    assert text(link) == "See it in the lab"
+    href = str(link["href"]).removeprefix("http://testserver")
+    assert href.startswith("/?counts=2,6&means=1,3")
+    assert href.endswith("#lab")
+    # The lab in that state shows the question's answer: g = 2.5 (question 1) and the factors
+    # 0.5 and 1.5 (question 2).
+    lab = soup_of(fresh.get(href.split("#")[0]))
+    g = lab.select_one('#lab [data-value="g"]')
+    assert g is not None
+    assert text(g) == "2.5"
+    factors = [text(c.select_one(".lab-value")) for c in lab.select('#lab td[data-col="factor"]')]
+    assert factors == ["0.5", "1.5"]
+    # The worked example links to the same state.
+    example = lab.select_one("p.lesson-lab-link a")
+    assert example is not None
+    assert str(example["href"]).endswith(href)
 
 
 def test_pages_with_a_score_are_not_kept_by_shared_caches(fresh: TestClient) -> None:
@@ -307,3 +388,15 @@ def test_lab_state_from_the_query_reaches_the_page(fresh: TestClient) -> None:
     assert isinstance(lab, Tag)
     # The lab renders the state it was given: the page is not the same as without it.
     assert re.sub(r"\s+", " ", plain.text) != re.sub(r"\s+", " ", with_state.text)
+
+
+@pytest.mark.parametrize(
+    "forged",
+    ["garbage", sign_log({"section-11": Attempts((2,), False)}, "not-the-server-key"), ""],
+)
+def test_tampered_attempts_cookie_is_ignored(fresh: TestClient, forged: str) -> None:
+    fresh.cookies.set(ATTEMPTS_COOKIE, forged)
+    page = soup_of(fresh.get("/"))
+    feedback = page.find(id="feedback-section-11")
+    assert isinstance(feedback, Tag)
+    assert text(feedback) == ""

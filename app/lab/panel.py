@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 from app.engine import EngineError, from_items, from_means, ring_allreduce, trajectory
+from app.lab import accumulation
 from app.lab.fields import FieldError, engine_error
+from app.lab.pictures import implied_path
 from app.lab.query import (
     ParsedLab,
     ParsedRing,
@@ -64,11 +66,42 @@ PRESETS = (
         "&weights=1,1,1,1,1,1,1,1;1,1,0,0,0,0,0,0&eta=0.1&w=10&steps=30",
     ),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class LabLink:
+    """A lab state that shows what a part of the lesson says: its query, anchor and a note."""
+
+    query: str
+    anchor: str
+    note: str
+
+
+LESSON_EXAMPLE = "counts=2,6&means=1,3&eta=0.1&w=10"
+# "See it in the lab" from the worked example and each question, by the lesson's section ids.
+LESSON_LINKS = {
+    "section-6": LabLink(
+        LESSON_EXAMPLE, "lab", "the worked example, counts 2 and 6, means 1 and 3"
+    ),
+    "section-11": LabLink(
+        LESSON_EXAMPLE, "lab", "counts 2 and 6, means 1 and 3: compare g with the plain rank mean"
+    ),
+    "section-12": LabLink(
+        LESSON_EXAMPLE, "lab", "the per-rank table gives each rank's factor P·nᵣ/N"
+    ),
+    "section-13": LabLink(
+        LESSON_EXAMPLE,
+        "confirm",
+        "run it on real torch.distributed: the replicas agree with each other in every run,"
+        " and the default run still misses the reference",
+    ),
+}
 MODES = (
     ("means", "Counts and means", PRESETS[0].query),
     ("items", "Items and weights", PRESETS[3].query),
 )
 PAGE_ROUTE = "lesson_page"
+PRESENT_PARAM = "present"
 LIMITS = {
     "slider_ranks": SLIDER_RANKS,
     "slider_count": format(SLIDER_COUNT, "g"),
@@ -95,8 +128,12 @@ class Panel(Generic[ParsedT, ViewT]):
         return next((e for e in self.errors if e.input_id == input_id), None)
 
 
+@dataclass(frozen=True)
 class LabPanel(Panel[ParsedLab, LabView]):
-    """The gradient lab."""
+    """The gradient lab; in the items form also its gradient accumulation over microbatches."""
+
+    acc_m: str = str(accumulation.DEFAULT)
+    window: accumulation.AccumulationView | None = None
 
     @property
     def state(self) -> GradientRequest | None:
@@ -148,22 +185,29 @@ def lab_panel(query: Mapping[str, str]) -> LabPanel:
     """Validate the lab state and run the engine on it."""
     parsed = parse_lab(query)
     state = parsed.state
-    if state is None:
-        return LabPanel(parsed, None, parsed.errors, ())
+    acc_raw, acc_m, acc_error = accumulation.read(query)
+    acc_errors = (acc_error,) if acc_error and parsed.form.mode == "items" else ()
+    if state is None or acc_errors:
+        return LabPanel(parsed, None, (*parsed.errors, *acc_errors), (), acc_raw)
+    extra: list[tuple[str, str]] = []
+    window = None
     try:
         if state.counts is not None:
-            view = lab_view(
-                from_means(state.counts, state.means or [], eta=state.eta, w=state.w), state
-            )
+            result = from_means(state.counts, state.means or [], eta=state.eta, w=state.w)
+            view = lab_view(result, state, implied_path(state))
         else:
             targets = state.targets or []
             weights = cast(list[list[float]] | None, state.weights)
             result = from_items(targets, weights, eta=state.eta, w=state.w)
             path = trajectory(targets, weights, eta=state.eta, w=state.w, steps=state.steps or 0)
             view = lab_view(result, state, path)
+            m = acc_m or accumulation.DEFAULT
+            window = accumulation.view(accumulation.run(state, m))
+            extra = accumulation.pairs(m)
     except EngineError as exc:
-        return LabPanel(parsed, None, (engine_error(exc),), ())
-    return LabPanel(parsed, view, (), tuple(lab_query_pairs(state)))
+        return LabPanel(parsed, None, (engine_error(exc),), (), acc_raw)
+    pairs = (*lab_query_pairs(state), *extra)
+    return LabPanel(parsed, view, (), pairs, acc_raw, window)
 
 
 def page_context(query: Mapping[str, str]) -> dict[str, Any]:
@@ -177,9 +221,12 @@ def page_context(query: Mapping[str, str]) -> dict[str, Any]:
         "lab_modes": MODES,
         "lab_limits": LIMITS,
         "lab_page_route": PAGE_ROUTE,
+        "lab_links": LESSON_LINKS,
         # For the confirmation panel: the canonical lab query ("" while the input is invalid)
         # and the validated state (None while invalid).
         "lab_query": lab.query,
         "lab_state": lab.state,
         "lab_status_code": 422 if lab.errors or ring.errors else 200,
+        # Presenter mode (?present=1): large type, the lab full width, the lesson folded away.
+        "presenting": query.get(PRESENT_PARAM) == "1",
     }

@@ -58,7 +58,7 @@ async def lab(request: Request) -> Response:
     valid = panel.view is not None
     if request.headers.get("HX-Target") == "lab":
         return fragment(request, "_lab.html", context, valid)
-    context.update(oob_status=True, oob_ranks=panel.parsed.resized, oob_carry=valid)
+    context.update(oob_status=True, oob_ranks=panel.parsed.resized, oob_carry=valid, oob_rest=True)
     return fragment(request, "_lab_results.html", context, valid)
 
 

@@ -6,9 +6,12 @@ Templates only place these strings; every number on the lab is formatted here.
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import cast
 
 from app.engine import GradientResult, RingCost, Trajectory
+from app.lab.pictures import NumberLine, number_line
+from app.lab.scale import nice_ceiling
 from app.lab.state import GradientRequest, RingRequest
 from app.lab.worked import Lines, column, figures, lines, path_words, ring_words, verdict
 from app.numbers import fmt, minus_signs
@@ -105,13 +108,23 @@ class Line:
 
 
 @dataclass(frozen=True, slots=True)
+class GuideLabel:
+    """A fixed point's label on the line chart: where its text starts, and what it says."""
+
+    x: str
+    y: str
+    label: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
 class LineChart:
     title: str
     description: str
     frame: Frame
     lines: tuple[Line, ...]
     guides: tuple[Line, ...]
-    guide_labels: tuple[Tick, ...]
+    guide_labels: tuple[GuideLabel, ...]
     ticks: tuple[Tick, ...]
     step_ticks: tuple[Tick, ...]
 
@@ -122,6 +135,7 @@ class TrajectoryView:
     its fixed point and a clause with the step's contraction factor."""
 
     steps: str
+    start: str
     fixed_point_global: str
     fixed_point_rank_mean: str
     global_verb: str
@@ -161,6 +175,7 @@ class LabView:
     counts_chart: BarChart
     influence_chart: BarChart
     trajectory: TrajectoryView | None
+    number_line: NumberLine
     summary: str
 
 
@@ -236,6 +251,7 @@ def lab_view(
         counts_chart=counts_chart(result),
         influence_chart=influence_chart(result),
         trajectory=trajectory_view(path) if path is not None else None,
+        number_line=number_line(result, fmt),
         summary=(
             f"N {shown.N}: g {shown.global_gradient} against the rank mean"
             f" {shown.rank_mean_gradient}; w new {shown.w_new} against {shown.w_new_rank_mean}."
@@ -246,32 +262,25 @@ def lab_view(
 # ---- chart geometry ----------------------------------------------------------------------------
 
 WIDTH, HEIGHT = 360.0, 220.0
-LEFT, RIGHT, TOP, BOTTOM = 44.0, 350.0, 24.0, 190.0
+# Room on the left for a value label of 14-unit type such as "-1000" (a true minus sign), and
+# on the right for half of the last step label.
+LEFT, RIGHT, TOP, BOTTOM = 58.0, 344.0, 24.0, 186.0
 FRAME = Frame(
     view_box=f"0 0 {WIDTH:g} {HEIGHT:g}",
-    left="44",
-    right="350",
-    bottom="190",
-    tick_x="38",
+    left="58",
+    right="344",
+    bottom="186",
+    tick_x="52",
     label_y="206",
-    guide_x="50",
+    guide_x="64",
 )
+# A label's width estimate in viewBox units per character of the 14-unit chart type.
+CHAR_WIDTH = 8.0
 
 
 def _n(value: float) -> str:
     """A coordinate in the SVG viewBox: two decimals are finer than a pixel."""
     return f"{value:.2f}".rstrip("0").rstrip(".")
-
-
-def nice_ceiling(value: float) -> float:
-    """The smallest of 1, 2, 2.5, 5 times 10ᵏ at or above ``value`` (1 when ``value`` ≤ 0)."""
-    if value <= 0 or not math.isfinite(value):
-        return 1.0
-    power = 10.0 ** math.floor(math.log10(value))
-    for step in (1.0, 2.0, 2.5, 5.0, 10.0):
-        if step * power >= value * (1 - 1e-12):
-            return step * power
-    return 10.0 * power
 
 
 def _y(value: float, low: float, high: float) -> float:
@@ -293,6 +302,11 @@ def _rank_ticks(ranks: int) -> tuple[Tick, ...]:
     )
 
 
+def _fitting(text: str, room: float) -> str:
+    """``text`` when it fits in ``room`` viewBox units beside its neighbour, else nothing."""
+    return text if len(text) * CHAR_WIDTH <= room - 2 else ""
+
+
 def counts_chart(result: GradientResult) -> BarChart:
     """Bars of the valid-item count nᵣ per rank."""
     top = nice_ceiling(max(result.counts))
@@ -309,7 +323,7 @@ def counts_chart(result: GradientResult) -> BarChart:
                 width=_n(band * 0.6),
                 height=_n(BOTTOM - y),
                 label=f"rank {r}: n{sub(r)} = {shown[r]}",
-                value=shown[r],
+                value=_fitting(shown[r], band),
                 value_y=_n(y - 4),
                 kind="count",
             )
@@ -352,7 +366,7 @@ def influence_chart(result: GradientResult) -> BarChart:
                     width=_n(band * 0.38),
                     height=_n(BOTTOM - y),
                     label=f"rank {r}, {name}: {text}",
-                    value=text if result.P <= 3 else "",
+                    value=_fitting(text, band * 0.38),
                     value_y=_n(y - 4),
                     kind=kind,
                 )
@@ -392,6 +406,78 @@ def _range_ticks(low: float, high: float, step: float) -> tuple[Tick, ...]:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Box:
+    """A label's box in viewBox units: left and right, text baseline, top and bottom."""
+
+    x0: float
+    x1: float
+    baseline: float
+
+    @property
+    def top(self) -> float:
+        return self.baseline - 11  # the 14-unit type's ascent
+
+    @property
+    def bottom(self) -> float:
+        return self.baseline + 3
+
+    def holds(self, x: float, y: float) -> bool:
+        return self.x0 - 2 <= x <= self.x1 + 2 and self.top - 2 <= y <= self.bottom + 2
+
+    def meets(self, other: "Box") -> bool:
+        return not (
+            self.x1 < other.x0
+            or other.x1 < self.x0
+            or self.bottom < other.top
+            or other.bottom < self.top
+        )
+
+
+def _dense(track: Sequence[tuple[float, float]], spacing: float = 3.0) -> list[tuple[float, float]]:
+    """Points along a polyline no further apart (in x) than ``spacing``."""
+    dense = list(track[:1])
+    for (xa, ya), (xb, yb) in pairwise(track):
+        parts = max(1, math.ceil((xb - xa) / spacing))
+        dense += [
+            (xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts) for t in range(1, parts + 1)
+        ]
+    return dense
+
+
+def place_label(
+    text: str,
+    guide_y: float,
+    start_y: float,
+    tracks: Sequence[Sequence[tuple[float, float]]],
+    guide_ys: Sequence[float],
+    placed: Sequence[Box],
+) -> Box:
+    """Where a fixed point's label goes: beside its guide, clear of both curves, the other
+    guide and the labels already placed. Tried in order: the side of the guide away from the
+    start value (where its own curve never goes), at the left, middle and right of the plot;
+    then the other side; then the margin above the plot."""
+    width = len(text) * CHAR_WIDTH
+    below, above = guide_y + 15, guide_y - 5
+    sides = (below, above) if start_y <= guide_y else (above, below)
+    points = [point for track in tracks for point in _dense(track)]
+    candidates = [
+        Box(x0, x0 + width, min(max(baseline, TOP + 11), BOTTOM - 3))
+        for baseline in sides
+        for x0 in (LEFT + 6, LEFT + (RIGHT - LEFT - width) / 2, RIGHT - width - 2)
+    ]
+    # Last resort (curves everywhere, e.g. an oscillating run): the margin above the plot,
+    # where no curve goes, told apart by colour.
+    candidates += [Box(x0, x0 + width, TOP - 8) for x0 in (LEFT, RIGHT - width)]
+    for box in candidates:
+        crossed = any(box.top - 1 <= y <= box.bottom + 1 for y in guide_ys)
+        if crossed or any(box.meets(other) for other in placed):
+            continue
+        if not any(box.holds(x, y) for x, y in points):
+            return box
+    return candidates[0]
+
+
 def trajectory_chart(path: Trajectory) -> LineChart:
     """w over the SGD steps under both schemes, with each scheme's fixed point as a guide."""
     fixed = (path.fixed_point_global, path.fixed_point_rank_mean)
@@ -411,20 +497,30 @@ def trajectory_chart(path: Trajectory) -> LineChart:
         Line(f"{_n(LEFT)},{_n(_y(v, low, high))} {_n(RIGHT)},{_n(_y(v, low, high))}", kind, "")
         for v, kind in zip(fixed, ("global", "rank-mean"), strict=True)
     )
-    # The fixed-point labels sit at the left end, where both curves are still at the start
-    # value; two close fixed points get their labels pushed apart.
-    y_global, y_rank = _y(fixed[0], low, high), _y(fixed[1], low, high)
-    if abs(y_global - y_rank) < 12:
-        nudge = 6 if y_global > y_rank else -6
-        y_global, y_rank = y_global + nudge, y_rank - nudge
+    tracks = [
+        [(_x_step(k, path.steps), _y(v, low, high)) for k, v in enumerate(ws)]
+        for ws in (path.w_global, path.w_rank_mean)
+    ]
+    guide_ys = [_y(v, low, high) for v in fixed]
+    start_y = _y(path.w_global[0], low, high)
+    placed: list[Box] = []
+    labels = []
     words = path_words(path)
-    guide_labels = (
-        Tick(_n(y_global - 3), words.global_course.label, "global"),
-        Tick(_n(y_rank - 3), words.rank_mean_course.label, "rank-mean"),
-    )
+    for kind, text, guide_y in zip(
+        ("global", "rank-mean"),
+        (words.global_course.label, words.rank_mean_course.label),
+        guide_ys,
+        strict=True,
+    ):
+        box = place_label(text, guide_y, start_y, tracks, guide_ys, placed)
+        placed.append(box)
+        labels.append(GuideLabel(_n(box.x0), _n(box.baseline), text, kind))
+    guide_labels = tuple(labels)
     middle = path.steps // 2
+    # The last step label ends at the right edge of the plot, so it is never cut off.
     step_ticks = tuple(
-        Tick(_n(_x_step(k, path.steps)), str(k)) for k in sorted({0, middle, path.steps})
+        Tick(_n(_x_step(k, path.steps)), str(k), "end" if k == path.steps and k else "middle")
+        for k in sorted({0, middle, path.steps})
     )
     return LineChart(
         title="w over the SGD steps",
@@ -442,6 +538,7 @@ def trajectory_view(path: Trajectory) -> TrajectoryView:
     words = path_words(path)
     return TrajectoryView(
         steps=str(path.steps),
+        start=fmt(path.w_global[0]),
         fixed_point_global=words.global_course.fixed_point,
         fixed_point_rank_mean=words.rank_mean_course.fixed_point,
         global_verb=words.global_course.verb,

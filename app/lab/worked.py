@@ -7,6 +7,7 @@ The view model places these strings; the templates only show them.
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 from app.engine import GradientResult, RingCost, Trajectory
 from app.numbers import (
@@ -263,6 +264,9 @@ def _ring_line(payload: Expr, cost: RingCost, alpha_us: float, gbps: float, tota
     return str(written(expression, total, unit=seconds_unit(total)))
 
 
+# Every lab render shows the ring panel, and a class mostly leaves it at its defaults while the
+# lab state changes: its two written-out lines (the costliest on the page) repeat, so keep them.
+@lru_cache(maxsize=256, typed=True)
 def ring_words(cost: RingCost, payload_mb: float, alpha_us: float, gbps: float) -> RingWords:
     """The ring panel: both all-reduce times written out, and a sentence on the count
     all-reduce chosen by which of its terms dominates (start-up latency or transfer)."""

@@ -1,16 +1,24 @@
 """The lesson page and its quiz answers: one URL, a whole page or (htmx) one question's feedback."""
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.responses import Response
 
 from app import lesson_page
 from app.lab.panel import page_context
-from app.lesson.quiz import AnswerError, check, read_answer, sign_results
-from app.lesson_page import PERSONAL, SCORE_COOKIE, SCORE_COOKIE_AGE, Feedback
+from app.lesson.attempts import Attempts, progress, sign_log
+from app.lesson.quiz import AnswerError, Question, check, read_answer, sign_results
+from app.lesson.render import RenderedLesson
+from app.lesson_page import (
+    ATTEMPTS_COOKIE,
+    PERSONAL,
+    SCORE_COOKIE,
+    SCORE_COOKIE_AGE,
+    Feedback,
+)
 from app.templating import templates
 
 
@@ -50,31 +58,59 @@ QUIZ_FORM = {
                     "properties": {
                         "question": {"type": "string", "description": "e.g. section-11"},
                         "choice": {"type": "string", "description": "option number from 1"},
+                        "reveal": {
+                            "type": "string",
+                            "description": "any value: show the answer (no choice needed)",
+                        },
                     },
                 }
             }
         },
     },
-    "responses": {"422": {"description": "The answer cannot be checked; the field is named."}},
+    "responses": {
+        "303": {"description": "Without htmx: the lesson page at the question."},
+        "422": {"description": "The answer cannot be checked; the field is named."},
+    },
 }
+
+
+def _reveal_target(lesson: RenderedLesson, form: Mapping[str, Sequence[object]]) -> Question:
+    """The question whose answer is asked for (no option needed)."""
+    asked = form.get("question", ())
+    question_id = asked[0] if len(asked) == 1 and isinstance(asked[0], str) else None
+    item = lesson.question(question_id.strip()) if question_id else None
+    if item is None:
+        known = ", ".join(q.question.id for q in lesson.questions)
+        raise AnswerError("question", f"unknown question (expected one of {known})")
+    return item.question
 
 
 @router.post("/quiz", response_class=HTMLResponse, name="answer_quiz", openapi_extra=QUIZ_FORM)
 async def answer_quiz(request: Request) -> Response:
-    """Check one answer: the question's feedback for htmx, else the whole page at that question."""
+    """Check one answer (or show the answer): the question's feedback for htmx, else a 303 to the
+    page at that question, which shows the same feedback from the attempts cookie."""
     lesson = lesson_page.rendered(request)
     results = lesson_page.results(request)
+    log = lesson_page.attempts(request)
     lab = page_context(request.query_params)
     form = await request.form()
-    fields = {name: form.getlist(name) for name in ("question", "choice")}
+    fields = {name: form.getlist(name) for name in ("question", "choice", "reveal")}
     try:
-        question, chosen = read_answer([q.question for q in lesson.questions], fields)
+        if fields["reveal"]:
+            question = _reveal_target(lesson, fields)
+            log[question.id] = log.get(question.id, Attempts()).revealed()
+            # Shown before any answer: the score counts it as not correct.
+            results.setdefault(question.id, False)
+        else:
+            question, chosen = read_answer([q.question for q in lesson.questions], fields)
+            log[question.id] = log.get(question.id, Attempts()).answered(chosen)
+            # The score records the first answer only.
+            results.setdefault(question.id, check(question, chosen).correct)
     except AnswerError as error:
         target, feedback, status = error.question, Feedback(error=error), 422
     else:
-        verdict = check(question, chosen)
-        results[question.id] = verdict.correct
-        target, feedback, status = question, Feedback(verdict=verdict), 200
+        target, status = question, 200
+        feedback = Feedback(progress=progress(question, log[question.id]))
     if request.headers.get("HX-Request") == "true":
         context = {
             **lesson_page.context(request, lab, results),
@@ -82,30 +118,41 @@ async def answer_quiz(request: Request) -> Response:
             "state": feedback,
             "oob_score": True,
         }
-        response = templates.TemplateResponse(
+        response: Response = templates.TemplateResponse(
             request, "_quiz.html", context, block_name="feedback", status_code=status
         )
+    elif status == 200 and target is not None:
+        # Post/redirect/get: the address stays the lesson's, at the question.
+        page = request.app.url_path_for("lesson_page")
+        response = RedirectResponse(f"{page}#{target.id}", status_code=303)
     else:
         if target is None:
             context = lesson_page.context(request, lab, results, quiz_error=feedback.error)
         else:
-            context = lesson_page.context(request, lab, results, feedback={target.id: feedback})
+            shown = lesson_page.feedback_for(request, log)
+            context = lesson_page.context(
+                request, lab, results, feedback={**shown, target.id: feedback}
+            )
         response = templates.TemplateResponse(
             request, lesson_page.PAGE_TEMPLATE, context, status_code=status
         )
     response.headers.add_vary_header("HX-Request")
     response.headers["Cache-Control"] = PERSONAL
-    if feedback.verdict is not None:
-        response.set_cookie(
-            SCORE_COOKIE,
-            sign_results(
-                results, request.app.state.settings.secret_key, request.app.state.lesson.record.id
-            ),
-            # Each lesson of a course keeps its own score, under its own address.
-            path=request.scope.get("root_path", "") + "/",
-            max_age=SCORE_COOKIE_AGE,
-            httponly=True,
-            samesite="lax",
-            secure=request.url.scheme == "https",
-        )
+    if status == 200:
+        secret = request.app.state.settings.secret_key
+        lesson_id = request.app.state.lesson.record.id
+        for name, value in (
+            (SCORE_COOKIE, sign_results(results, secret, lesson_id)),
+            (ATTEMPTS_COOKIE, sign_log(log, secret)),
+        ):
+            response.set_cookie(
+                name,
+                value,
+                # Each lesson of a course keeps its own score and attempts, under its own address.
+                path=request.scope.get("root_path", "") + "/",
+                max_age=SCORE_COOKIE_AGE,
+                httponly=True,
+                samesite="lax",
+                secure=request.url.scheme == "https",
+            )
     return response

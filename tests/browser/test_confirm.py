@@ -51,6 +51,16 @@ def test_run_shows_every_replica_beside_the_engine(
     ]
     assert serious == []
     assert errors == []
+    # Other inputs than the run's: the result says so, and says it no more once they are back.
+    stale = page.locator("#confirm .confirm-stale-note")
+    expect(stale).to_be_hidden()
+    page.get_by_role("spinbutton", name="rank 1 count", exact=True).fill("4")
+    expect(stale).to_be_visible()
+    expect(stale).to_contain_text("Inputs changed: run again")
+    page.get_by_role("spinbutton", name="rank 1 count", exact=True).fill("-1")
+    expect(stale).to_be_visible()
+    page.get_by_role("spinbutton", name="rank 1 count", exact=True).fill("6")
+    expect(stale).to_be_hidden()
 
 
 def test_progress_shows_while_htmx_runs_the_job(live_server: LiveServer, page: Any) -> None:

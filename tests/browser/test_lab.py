@@ -1,5 +1,6 @@
 """The lab in real Chromium: shared URLs, live updates while a slider moves, history, no JS."""
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -52,7 +53,7 @@ def test_typing_a_count_updates_results_and_address(live_server: LiveServer, pag
     expect(page.locator("#lab-status")).to_have_text(
         "N 4: g 2 against the rank mean 2; w new 9.8 against 9.8."
     )
-    page.wait_for_url("**/?counts=2,2&means=1,3&eta=0.1&w=10")
+    page.wait_for_url("**/?counts=2,2&means=1,3&eta=0.1&w=10#lab")
     expect(page.get_by_role("slider", name="rank 1 count", exact=True)).to_have_value("2")
     assert page.evaluate("document.activeElement.id") == "lab-count-1"
 
@@ -71,7 +72,7 @@ def test_keyboard_on_the_slider_updates_live_and_keeps_focus(
     expect(page.get_by_role("spinbutton", name="rank 1 count", exact=True)).to_have_value("2")
     expect(figure(page, "N")).to_have_text("4")
     expect(figure(page, "g")).to_have_text("2")
-    page.wait_for_url("**/?counts=2,2&means=1,3&eta=0.1&w=10")
+    page.wait_for_url("**/?counts=2,2&means=1,3&eta=0.1&w=10#lab")
     # The four quick steps were one gesture: one history entry, so Back returns to its start.
     page.go_back()
     page.wait_for_url(lambda url: state(url) == state(f"/?{LESSON}"))
@@ -96,13 +97,13 @@ def test_dragging_the_slider_agrees_with_the_number_input(
     assert int(dragged) > 20
     assert slider.input_value() == dragged
     expect(figure(page, "N")).to_have_text(str(2 + int(dragged)))
-    page.wait_for_url(f"**/?counts=2,{dragged}&means=1,3&eta=0.1&w=10")
+    page.wait_for_url(f"**/?counts=2,{dragged}&means=1,3&eta=0.1&w=10#lab")
 
 
 def test_back_button_restores_the_previous_state(live_server: LiveServer, page: Any) -> None:
     page.goto(f"{live_server.url}/?{LESSON}")
     page.get_by_role("spinbutton", name="rank 1 count", exact=True).fill("2")
-    page.wait_for_url("**/?counts=2,2&means=1,3&eta=0.1&w=10")
+    page.wait_for_url("**/?counts=2,2&means=1,3&eta=0.1&w=10#lab")
     expect(figure(page, "w-new")).to_have_text("9.8")
     page.go_back()
     page.wait_for_url(f"**/?{LESSON}")
@@ -118,7 +119,7 @@ def test_changing_p_adds_a_rank_row_and_keeps_focus(live_server: LiveServer, pag
     expect(page.locator("#lab-ranks .lab-rank")).to_have_count(3)
     expect(page.get_by_role("slider", name="rank 2 count", exact=True)).to_be_visible()
     expect(figure(page, "N")).to_have_text("12")
-    page.wait_for_url("**/?counts=2,6,4&means=1,3,2&eta=0.1&w=10")
+    page.wait_for_url("**/?counts=2,6,4&means=1,3,2&eta=0.1&w=10#lab")
     assert page.evaluate("document.activeElement.id") == "lab-P"
 
 
@@ -128,13 +129,49 @@ def test_bad_input_shows_an_inline_message_and_keeps_the_address(
     page.goto(f"{live_server.url}/?{LESSON}")
     eta = page.get_by_role("spinbutton", name="learning rate η")
     eta.fill("0")
-    message = page.locator("#lab-results .lab-errors li")
-    expect(message).to_contain_text("η (learning rate)")
+    # The message sits at the field (and the field points to it), and in the pane's list.
+    at_field = page.locator("#msg-lab-eta")
+    expect(at_field).to_contain_text("η (learning rate)")
     expect(eta).to_have_attribute("aria-invalid", "true")
+    expect(eta).to_have_attribute("aria-describedby", "msg-lab-eta")
+    expect(page.locator("#lab-problems .lab-errors li")).to_contain_text("η (learning rate)")
+    # The last valid results stay, visibly marked stale.
+    expect(page.locator("#lab-results")).to_have_class(re.compile(r"\blab-stale\b"))
+    expect(page.locator("#lab-problems .lab-stale-note")).to_be_visible()
     assert state(page.url)["eta"] == ["0.1"]
     eta.fill("0.2")
     expect(figure(page, "w-new")).to_have_text("9.5")
     expect(eta).not_to_have_attribute("aria-invalid", "true")
+    expect(at_field).to_have_count(0)
+    expect(page.locator("#lab-results")).not_to_have_class(re.compile(r"\blab-stale\b"))
+    expect(page.locator("#lab-problems")).to_be_empty()
+
+
+@pytest.mark.parametrize(
+    ("label", "typed", "field"),
+    [
+        ("rank 1 count", "-1", "lab-count-1"),
+        ("number of ranks P", "0", "lab-P"),
+        ("learning rate η", "0", "lab-eta"),
+        ("rank 0 local mean", "10e", "lab-mean-0"),
+        ("parameter w", "", "lab-w"),
+    ],
+)
+def test_out_of_range_input_is_flagged_at_its_field_never_ignored(
+    live_server: LiveServer, page: Any, label: str, typed: str, field: str
+) -> None:
+    # The browser's own min/max check used to stop htmx from sending: the old results stayed.
+    page.goto(f"{live_server.url}/?{LESSON}")
+    control = page.get_by_role("spinbutton", name=label, exact=True)
+    if typed == "10e":
+        control.press_sequentially("e")  # "1e" is a number, "1e" + nothing more is not
+        control.fill("")
+        control.press_sequentially("10e")
+    else:
+        control.fill(typed)
+    expect(control).to_have_attribute("aria-invalid", "true")
+    expect(page.locator(f"#msg-{field}")).to_be_visible()
+    expect(page.locator("#lab-results")).to_have_class(re.compile(r"\blab-stale\b"))
 
 
 def test_ring_panel_updates_and_keeps_the_lab_state(live_server: LiveServer, page: Any) -> None:
@@ -234,6 +271,19 @@ def test_preset_link_loads_its_state_and_keeps_the_keyboard_there(
     link.focus()
     page.keyboard.press("Enter")
     expect(page.locator("#lab .lab-warnings")).to_contain_text("rank 2 has no valid items")
-    page.wait_for_url("**/?counts=2,6,0&means=1,3,0&eta=0.1&w=10")
+    page.wait_for_url("**/?counts=2,6,0&means=1,3,0&eta=0.1&w=10#lab")
     expect(page.get_by_role("link", name="An empty rank")).to_be_focused()
     expect(page.locator("#lab-ranks .lab-rank")).to_have_count(3)
+
+
+def test_a_count_past_the_slider_is_valid_and_says_so_at_once(
+    live_server: LiveServer, page: Any
+) -> None:
+    page.goto(f"{live_server.url}/?{LESSON}")
+    count = page.get_by_role("spinbutton", name="rank 1 count", exact=True)
+    count.fill("65")
+    expect(figure(page, "N")).to_have_text("67")
+    expect(page.locator('[data-note="beyond-sliders"]')).to_contain_text("65")
+    expect(count).not_to_have_attribute("aria-invalid", "true")
+    count.fill("6")
+    expect(page.locator('[data-note="beyond-sliders"]')).to_have_count(0)

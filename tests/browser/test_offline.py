@@ -105,7 +105,7 @@ def test_lab_updates_with_no_network(
     page.get_by_role("spinbutton", name="rank 1 count", exact=True).fill("2")
     # Equal counts: the global item mean is the plain mean of the rank means, (1 + 3) / 2.
     expect(g).to_have_text("2")
-    page.wait_for_url("**/?counts=2,2&means=1,3&eta=0.1&w=10")
+    page.wait_for_url("**/?counts=2,2&means=1,3&eta=0.1&w=10#lab")
     assert any(urlsplit(url).path == "/lab" for url in traffic.loaded), "no htmx request ran"
     assert_self_contained(page, live_server, traffic, off_host)
 

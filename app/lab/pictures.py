@@ -1,0 +1,165 @@
+"""Pictures of the lesson for the lab: the rank means on a number line, and the SGD path that
+the counts-and-means form implies under the lesson's loss.
+
+Geometry is in SVG viewBox units and every label is already text; templates only place them.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+from app.engine import GradientResult, Trajectory, trajectory
+from app.lab.query import DEFAULT_STEPS
+from app.lab.scale import nice_ceiling
+from app.lab.state import GradientRequest
+
+LINE_WIDTH, LINE_HEIGHT = 360.0, 150.0
+LINE_LEFT, LINE_RIGHT = 24.0, 336.0
+AXIS_Y = 78.0
+# The largest dot's radius; a dot's area is proportional to its rank's count.
+DOT_RADIUS = 20.0
+# A label's width estimate in viewBox units per character (the charts' 14-unit type).
+CHAR_WIDTH = 8.0
+
+
+class Formatter(Protocol):
+    """The view model's number formatter: ``fmt(value, digits)``."""
+
+    def __call__(self, value: float, digits: int = ..., /) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Dot:
+    """One rank on the number line: centre, radius, its label and what it says."""
+
+    cx: str
+    r: str
+    label: str
+    label_y: str
+    title: str
+    empty: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A vertical mark (g or the plain rank mean) with its label, kept inside the frame."""
+
+    x: str
+    label: str
+    label_x: str
+    label_y: str
+    anchor: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class NumberLine:
+    """The rank means on one axis; dot area = count; g and the plain rank mean marked."""
+
+    title: str
+    description: str
+    view_box: str
+    left: str
+    right: str
+    axis_y: str
+    dots: tuple[Dot, ...]
+    markers: tuple[Marker, ...]
+    ticks: tuple[tuple[str, str], ...]
+    tick_y: str
+
+
+def _n(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _bounds(values: list[float]) -> tuple[float, float]:
+    low, high = min(values), max(values)
+    if high - low < 1e-9 * max(1.0, abs(high)):
+        low, high = low - 1.0, high + 1.0
+    pad = (high - low) * 0.08
+    return low - pad, high + pad
+
+
+def _label_x(x: float, text: str) -> tuple[float, str]:
+    """Where a label centred on ``x`` goes, and its anchor, so it stays inside the frame."""
+    half = len(text) * CHAR_WIDTH / 2
+    if x - half < 2:
+        return 2.0, "start"
+    if x + half > LINE_WIDTH - 2:
+        return LINE_WIDTH - 2, "end"
+    return x, "middle"
+
+
+def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
+    """Each rank's local mean ḡᵣ as a dot of area ∝ nᵣ, with g and the plain rank mean marked.
+
+    An empty rank is drawn as a ring at 0, the value the plain rank mean counts for it.
+    """
+    shown = [m if n > 0 else 0.0 for n, m in zip(result.counts, result.means, strict=True)]
+    g, rank_mean = result.global_gradient, result.rank_mean_gradient
+    low, high = _bounds([*shown, g, rank_mean])
+
+    def x(value: float) -> float:
+        return LINE_LEFT + (value - low) / (high - low) * (LINE_RIGHT - LINE_LEFT)
+
+    biggest = max(result.counts) or 1.0
+    dots = []
+    for r, (count, mean) in enumerate(zip(result.counts, shown, strict=True)):
+        radius = DOT_RADIUS * math.sqrt(count / biggest) if count > 0 else 5.0
+        dots.append(
+            Dot(
+                cx=_n(x(mean)),
+                r=_n(radius),
+                label=str(r),
+                label_y=_n(AXIS_Y + 5),
+                title=(
+                    f"rank {r}: local mean {fmt(mean)}, count {fmt(count)}"
+                    if count > 0
+                    else f"rank {r}: empty, counted as 0 by the plain rank mean"
+                ),
+                empty=count <= 0,
+            )
+        )
+    markers = []
+    for value, kind, name, label_y in (
+        (g, "global", "g", 18.0),
+        (rank_mean, "rank-mean", "rank mean", LINE_HEIGHT - 6),
+    ):
+        text = f"{name} {fmt(value)}"
+        label_x, anchor = _label_x(x(value), text)
+        markers.append(Marker(_n(x(value)), text, _n(label_x), _n(label_y), anchor, kind))
+    # Round values along the axis (about four steps), never the padded ends themselves.
+    step = nice_ceiling((high - low) / 4)
+    first = math.ceil(low / step)
+    ticks = tuple(
+        (_n(x(k * step)), fmt(k * step, 4)) for k in range(first, math.floor(high / step) + 1)
+    )
+    dots_text = "; ".join(d.title for d in dots)
+    return NumberLine(
+        title="The rank means on a number line",
+        description=(
+            f"Each rank's local mean as a dot whose area is its count: {dots_text}."
+            f" The global item mean g is {fmt(g)}; the plain rank mean is {fmt(rank_mean)}."
+        ),
+        view_box=f"0 0 {LINE_WIDTH:g} {LINE_HEIGHT:g}",
+        left=_n(LINE_LEFT),
+        right=_n(LINE_RIGHT),
+        axis_y=_n(AXIS_Y),
+        dots=tuple(dots),
+        markers=tuple(markers),
+        ticks=ticks,
+        tick_y=_n(AXIS_Y + DOT_RADIUS + 18),
+    )
+
+
+def implied_path(state: GradientRequest, steps: int = DEFAULT_STEPS) -> Trajectory:
+    """SGD under both schemes for the mean targets the counts-and-means state implies.
+
+    With the lesson's loss ``½(w - y)²`` a rank's mean gradient at w is ``w - ȳᵣ``, so a local
+    mean ``ḡᵣ`` at the state's ``w`` means a mean target ``ȳᵣ = w - ḡᵣ``; each rank is one
+    target weighted by its count (a count of 0 is an empty rank).
+    """
+    counts, means = state.counts or [], state.means or []
+    targets = [[state.w - mean] for mean in means]
+    weights = [[count] for count in counts]
+    return trajectory(targets, weights, eta=state.eta, w=state.w, steps=steps)
