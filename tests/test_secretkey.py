@@ -105,7 +105,7 @@ def test_two_workers_share_the_generated_key_and_a_restart_resets_scores(
         answer = student.post(
             "/quiz", data={"question": first.id, "choice": str(first.answer_number)}
         )
-        assert answer.status_code == 200
+        assert answer.status_code in (200, 303)  # a plain form post is redirected to the page
         cookies = student.cookies
     expected = f"Score: 1 of {len(questions())} correct"
     before = {pid: cpu_ticks(pid) for pid in workers}
