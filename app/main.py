@@ -10,16 +10,20 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from starlette.middleware.gzip import GZipMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Lifespan, Receive, Scope, Send
 
 from app.confirm.service import ConfirmService
 from app.lab import routes as lab
 from app.lesson.course import Course, CourseLesson, load_course
 from app.lesson.loader import LessonLoadError
-from app.routes import api, confirm, health, pages
+from app.limits import RequestLimits, validation_error
+from app.routes import api, confirm, docs, health, pages
 from app.routes import course as course_routes
-from app.security import SecurityHeadersMiddleware
+from app.secretkey import signing_key
+from app.security import SameOriginMiddleware, SecurityHeadersMiddleware
 from app.settings import Settings, get_settings
 from app.templating import AssetFiles
 
@@ -58,12 +62,20 @@ def _serve_lesson(app: FastAPI, course: Course, item: CourseLesson) -> None:
         app.include_router(router)
 
 
+def _api_app(title: str, settings: Settings, lifespan: Lifespan[FastAPI] | None) -> FastAPI:
+    """A FastAPI app with this project's /docs (vendored Swagger UI; FastAPI's own pages load
+    from a CDN, and there is no /redoc), its short 422s, and the static files."""
+    app = FastAPI(title=title, version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.settings = settings
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
+    app.include_router(docs.router)
+    return app
+
+
 def _lesson_app(settings: Settings, lifespan: Lifespan[FastAPI] | None = None) -> FastAPI:
     """An app for one lesson, before :func:`_serve_lesson` gives it its lesson."""
-    app = FastAPI(title="Atlas lesson", version=VERSION, lifespan=lifespan)
-    app.state.settings = settings
-    app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
-    return app
+    return _api_app("Atlas lesson", settings, lifespan)
 
 
 class _OwnAddress:
@@ -84,6 +96,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app: settings, the lesson or course (read and verified once), lifespan (refuse to
     start without a lesson; start/stop the confirmation pool), middleware, static, routers."""
     settings = settings or get_settings()
+    if not settings.secret_key:
+        key = signing_key(settings.confirm_runtime_dir)
+        settings = settings.model_copy(update={"secret_key": key})
     # Read now: which routes exist, and the OpenAPI title, follow the lessons served.
     try:
         course: Course | None = load_course(settings.lesson_path)
@@ -111,11 +126,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await service.stop()
 
     if course is not None and course.folder:
-        app = FastAPI(title=f"Atlas lessons: {len(course.lessons)} served", version=VERSION,
-                      lifespan=lifespan)  # fmt: skip
-        app.state.settings = settings
+        app = _api_app(f"Atlas lessons: {len(course.lessons)} served", settings, lifespan)
         app.state.course = course
-        app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
         app.include_router(course_routes.router)
         for item in course.lessons:
             lesson_app = _lesson_app(settings)
@@ -128,6 +140,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             _serve_lesson(app, course, course.lessons[0])
     app.include_router(health.router)
     app.add_middleware(GZipMiddleware, minimum_size=500)
+    app.add_middleware(SameOriginMiddleware)
+    app.add_middleware(
+        RequestLimits,
+        max_url_bytes=settings.max_url_bytes,
+        max_body_bytes=settings.max_body_bytes,
+        body_timeout_s=settings.body_timeout_s,
+    )
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts)
+    # Outermost: every answer below, refusals and a 500 included, carries the headers.
     app.add_middleware(SecurityHeadersMiddleware)
     return app
 

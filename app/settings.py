@@ -5,9 +5,10 @@ import os
 import tempfile
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app import PROJECT_DIR
 
@@ -39,11 +40,64 @@ class Settings(BaseSettings):
         description="Static assets folder (CSS, vendored htmx and math font).",
     )
     secret_key: str = Field(
-        default="atlas-lesson-dev-key-change-me",
+        default="",
         description=(
-            "Key that signs the quiz-score cookie. Every worker of one deployment must share it;"
-            " set your own in production."
+            "Key that signs the quiz-score cookie. Empty: a random key is made when the server"
+            " starts and shared by its workers through the runtime folder, so scores reset on"
+            " restart. Set your own to keep scores across restarts and hosts."
         ),
+    )
+    trusted_hosts: Annotated[list[str], NoDecode] = Field(
+        default=["*"],
+        description=(
+            "Host headers the server answers, comma-separated (e.g. 'lab.example.org,localhost');"
+            " '*' answers any. Others get 400 before anything else runs."
+        ),
+    )
+    max_url_bytes: int = Field(
+        default=16_384,
+        ge=256,
+        description="Longest path plus query string accepted, in bytes; longer gets 414.",
+    )
+    max_body_bytes: int = Field(
+        default=1_048_576,
+        ge=1_024,
+        description="Largest request body accepted, in bytes; larger gets 413 before it is parsed.",
+    )
+    body_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Longest wait for the next part of a request body; a stalled upload gets 408.",
+    )
+    header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "Longest time a connection may take to send a request's headers (from connecting, or"
+            " from the end of the previous answer); then it is closed. Needs `python -m app`."
+        ),
+    )
+    max_header_bytes: int = Field(
+        default=65_536,
+        ge=4_096,
+        description=(
+            "Largest request head (request line and headers) in bytes; larger gets 431."
+            " Needs `python -m app`."
+        ),
+    )
+    max_connections: int = Field(
+        default=1_000,
+        ge=1,
+        description=(
+            "Open connections per worker. Past it the longest-waiting connection that has not"
+            " finished its headers is closed (else an idle keep-alive one, else the new one gets"
+            " 503). Needs `python -m app`."
+        ),
+    )
+    keep_alive_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="How long an idle keep-alive connection stays open. Used by `python -m app`.",
     )
 
     confirm_enabled: bool = Field(
@@ -97,6 +151,13 @@ class Settings(BaseSettings):
             " share one pool; give separate deployments on one host separate folders."
         ),
     )
+
+    @field_validator("trusted_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [host.strip() for host in value.split(",") if host.strip()]
+        return value
 
 
 @lru_cache

@@ -80,8 +80,8 @@ def static_url(context: Context, relative: str) -> str:
     return f"{route_path(request, 'static', path=relative)}?v={version}"
 
 
-templates.env.globals["static_url"] = static_url
 templates.env.globals["url_for"] = url_for
+templates.env.globals["static_url"] = static_url
 
 
 class AssetFiles(StaticFiles):

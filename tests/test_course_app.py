@@ -195,3 +195,14 @@ def test_a_single_lesson_without_the_gradient_lab_at_the_root() -> None:
         assert title == "Atlas lab: Sharded matrix multiplication and result ownership"
         link = soup.find("a", string="Floating-point reductions and compiler permissions")
         assert link["href"] == f"https://semiaifoundry.com/learn/atlas/{FLOAT_SLUG}/"
+
+
+def test_api_docs_are_served_from_this_host_at_every_level(course: TestClient) -> None:
+    for prefix in ("", f"/learn/{GRADIENT}"):
+        page = page_soup(course, f"{prefix}/docs")
+        root = page.find(id="swagger-ui")
+        assert root is not None
+        assert root["data-openapi-url"] == f"{prefix}/openapi.json"
+        assert course.get(f"{prefix}/openapi.json").status_code == 200
+        for script in page.find_all("script"):
+            assert str(script["src"]).startswith(f"{prefix}/static/")

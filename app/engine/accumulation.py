@@ -121,6 +121,9 @@ def accumulate(
         float(np.dot(n_row, m_row) / n) if n else 0.0
         for n_row, m_row, n in zip(counts, means, rank_counts, strict=True)
     ]
+    # Exact arithmetic needs finite inputs: a count or mean past the float range is refused first.
+    finite_results("weights" if weights is not None else "microbatches", total=total)
+    finite_results("microbatches", means=np.array([m for row in means for m in row]))
     # The two window gradients, both steps and their difference from the exact values of the
     # microbatch counts and means, rounded once: equal gradients give a difference of exactly 0.
     exact = exact_means(
@@ -141,7 +144,15 @@ def accumulate(
     w_new_naive = rounded(start - step * exact.plain)
     w_new_window = rounded(start - step * exact.counted)
     w_new_difference = rounded(-step * exact.difference)
-    finite_results("microbatches", w_new_naive=w_new_naive, w_new_window=w_new_window)
+    finite_results(
+        "microbatches",
+        w_new_naive=w_new_naive,
+        w_new_window=w_new_window,
+        w_new_difference=w_new_difference,
+        rank_naive_means=np.array(rank_naive),
+        rank_window_means=np.array(rank_window),
+    )
+    finite_results("microbatches", scale_factors=np.array([f for row in scale for f in row]))
     return AccumulationResult(
         P=ranks,
         N=total,

@@ -127,7 +127,13 @@ def from_means(
         w_new_rank_mean=w_new_rank_mean,
         w_new_difference=w_new_difference,
     )
-    finite_results("counts", N=total, influence_rank_mean=influence_rank_mean)
+    finite_results(
+        "counts",
+        N=total,
+        scale_factors=scale,
+        influence_global=influence_global,
+        influence_rank_mean=influence_rank_mean,
+    )
     return GradientResult(
         P=ranks,
         N=total,

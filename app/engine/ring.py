@@ -43,7 +43,8 @@ def ring_allreduce(
     where nothing is communicated). Bytes and seconds throughout.
 
     Raises EngineError (naming the argument) for non-finite, non-positive ``S`` or ``B``,
-    negative ``alpha``, ``P < 1``, or a time beyond the float range.
+    negative ``alpha``, ``P < 1``, a time or ratio beyond the float range, or a time that rounds
+    to 0 s (every derived number is finite).
     """
     payload = finite_scalar("payload_bytes", payload_bytes, positive=True)
     alpha = finite_scalar("alpha_s", alpha_s)
@@ -54,16 +55,33 @@ def ring_allreduce(
         raise EngineError("ranks", f"ranks must be a whole number >= 1, got {ranks!r}")
     time_s = _ring_time(payload, ranks, alpha, bandwidth)
     count_time = _ring_time(COUNT_PAYLOAD_BYTES, ranks, alpha, bandwidth)
-    finite_results("payload_bytes", time_s=time_s, count_reduce_time_s=count_time)
+    if ranks > 1 and time_s == 0:
+        # S/(P·B) underflowed with alpha = 0: no time to compare the count reduction with.
+        raise EngineError(
+            "payload_bytes",
+            "payload_bytes is too small for this bandwidth: the all-reduce time rounds to 0 s",
+        )
+    overhead = count_time / time_s if ranks > 1 else 0.0
+    bytes_sent = 2 * (ranks - 1) * payload / ranks
+    # The ratio is shown as a percentage too: that must stay finite as well.
+    finite_results(
+        "payload_bytes",
+        time_s=time_s,
+        count_reduce_time_s=count_time,
+        total_time_s=time_s + count_time,
+        bytes_sent_per_rank=bytes_sent,
+        overhead_ratio=overhead,
+        overhead_percent=overhead * 100,
+    )
     return RingCost(
         ranks=ranks,
         payload_bytes=payload,
         alpha_s=alpha,
         bandwidth_bytes_per_s=bandwidth,
         communication_steps=2 * (ranks - 1),
-        bytes_sent_per_rank=2 * (ranks - 1) * payload / ranks,
+        bytes_sent_per_rank=bytes_sent,
         time_s=time_s,
         count_reduce_time_s=count_time,
         total_time_s=time_s + count_time,
-        overhead_ratio=count_time / time_s if ranks > 1 else 0.0,
+        overhead_ratio=overhead,
     )

@@ -121,6 +121,9 @@ def trajectory(
     # f and c come from the exact values of the per-rank sums, so two schemes that are the same
     # computation (one rank, equal counts, equal rank means) take exactly the same path.
     sums = np.bincount(rank_of, weights=weight * y, minlength=ranks)
+    # Exact arithmetic needs finite inputs: sums past the float range are refused first.
+    finite_results("weights" if weights is not None else "targets", counts=counts.astype(float))
+    finite_results("targets", sums=sums.astype(float))
     exact_counts = [Fraction(float(n)) for n in counts]
     exact_sums = [Fraction(float(v)) for v in sums]
     rank_targets = [v / n for v, n in zip(exact_sums, exact_counts, strict=True) if n]
@@ -173,6 +176,9 @@ def trajectory(
         loss_rank_mean=loss_rank_mean,
         loss_minimum=loss_minimum,
         loss_at_rank_mean_fixed_point=loss_at_rank_fixed,
+        fixed_point_global=fixed_global,
+        fixed_point_rank_mean=fixed_rank_mean,
+        contraction_rank_mean=contraction_rank_mean,
     )
     return Trajectory(
         steps=len(path_global) - 1,

@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 from pydantic import ValidationError
 
 from app.lab.fields import FieldError, input_id, label, validation_errors
-from app.lab.state import MAX_RANKS, GradientRequest, RingRequest
+from app.lab.state import MAX_ITEMS, MAX_RANKS, GradientRequest, RingRequest
 
 DEFAULT_STEPS = 30
 NEW_RANK_COUNT = "4"
@@ -171,8 +171,53 @@ def lab_input(form: LabForm) -> dict[str, Any]:
 # ---- reading the query into a form -------------------------------------------------------------
 
 
+# An oversized state is not shown back (it is not even split): the form holds the lesson's example.
+SHOWN_INSTEAD = " (the form shows the lesson's example instead)"
+# Per-rank parameters and what separates their ranks (and, for item lists, their items).
+RANK_SEPARATORS = {"counts": ",", "means": ",", "targets": ";", "weights": ";"}
+
+
+def _item_count(text: str) -> int:
+    """How many items ``_number_list`` reads from one rank's text, without splitting it."""
+    text = text.strip()
+    if not text:
+        return 0
+    return text.count(",") + (0 if text.endswith(",") else 1)
+
+
+def oversized_query(query: Mapping[str, str]) -> FieldError | None:
+    """More ranks or items than the model takes, counted on the raw text before anything is
+    split, so a huge URL or form costs a count of separators and renders no input."""
+    for name, separator in RANK_SEPARATORS.items():
+        values = _values(query, name)
+        if not values:
+            continue
+        ranks = len(values) if len(values) > 1 else values[0].count(separator) + 1
+        if ranks > MAX_RANKS:
+            message = f"at most {MAX_RANKS} ranks; the request gives {ranks}{SHOWN_INSTEAD}"
+            return FieldError(name, input_id(name), f"{label(name)}: {message}")
+        if separator == ";":
+            # At most MAX_RANKS segments now: counting per rank is cheap and exact.
+            segments = values if len(values) > 1 else values[0].split(separator)
+            items = sum(_item_count(segment) for segment in segments)
+            if items > MAX_ITEMS:
+                message = (
+                    f"at most {MAX_ITEMS} items in all; the request gives {items}{SHOWN_INSTEAD}"
+                )
+                return FieldError(name, input_id(name), f"{label(name)}: {message}")
+    return None
+
+
 def read_lab_form(query: Mapping[str, str]) -> tuple[LabForm, list[FieldError], bool]:
-    """The raw form from a query, a ``P`` error if any, and whether ``P`` resized it."""
+    """The raw form from a query, a ``P`` error if any, and whether ``P`` resized it.
+
+    A state with more ranks or items than the model takes reads as the lesson's example with
+    the error: what was sent is neither split nor shown.
+    """
+    too_large = oversized_query(query)
+    if too_large is not None:
+        base = LESSON_ITEMS if too_large.param in ("targets", "weights") else LESSON_MEANS
+        return base, [too_large], False
     mode: Mode = "items" if "targets" in query else "means"
     has_state = any(name in query for name in ("counts", "means", "targets", "weights"))
     base = LESSON_ITEMS if mode == "items" else LESSON_MEANS

@@ -160,6 +160,38 @@ FORM_SCHEMAS: list[JsonValue] = [
 ]
 
 
+def _total_items(ranks: list[Any], depth: int) -> int | None:
+    """Items in per-rank lists nested ``depth`` deep (1: ranks of items, 2: ranks of microbatches);
+    None as soon as a limit is passed. Only lengths are read, never the items."""
+    total = 0
+    for rank in ranks:
+        if not isinstance(rank, list):
+            continue
+        if depth == 1:
+            total += len(rank)
+        else:
+            if len(rank) > MAX_MICROBATCHES:
+                return None
+            total += sum(len(batch) for batch in rank if isinstance(batch, list))
+        if total > MAX_ITEMS:
+            return None
+    return total
+
+
+def oversized(value: Any, depth: int) -> str | None:
+    """Why a raw per-rank list is too large to look at, or None: more than MAX_RANKS ranks, or
+    (``depth`` 1: ranks of items; 2: ranks of microbatches of items) more than MAX_ITEMS items
+    or MAX_MICROBATCHES microbatches on a rank."""
+    if not isinstance(value, list):
+        return None
+    if len(value) > MAX_RANKS:
+        return f"at most {MAX_RANKS} ranks (one entry per rank), got {len(value)}"
+    if depth and _total_items(value, depth) is None:
+        batches = f" and {MAX_MICROBATCHES} microbatches per rank" if depth == 2 else ""
+        return f"at most {MAX_ITEMS} items in all{batches}"
+    return None
+
+
 def _error(field: str, message: str) -> PydanticCustomError:
     return PydanticCustomError(
         "gradient_request", "{field}: {message}", {"field": field, "message": message}
@@ -265,6 +297,21 @@ class GradientRequest(BaseModel):
     @classmethod
     def _clean_echo(cls, data: Any) -> Any:
         return _json_safe(data)
+
+    # Defined last so that it runs before every other validator: the sizes of the raw lists are
+    # checked before anything walks, copies or validates their entries, so an oversized body
+    # costs microseconds (a len() per rank at most) and is refused naming its field.
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            weights_depth = 2 if data.get("microbatches") is not None else 1
+            depths = {"counts": 0, "means": 0, "targets": 1, "microbatches": 2}
+            for name, depth in (*depths.items(), ("weights", weights_depth)):
+                refused = oversized(data.get(name), depth)
+                if refused is not None:
+                    raise _error(name, refused)
+        return data
 
     @field_validator("means")
     @classmethod

@@ -1,0 +1,63 @@
+"""``python -m app``: uvicorn with the protocol limits of ``app.server`` and the keep-alive timeout.
+
+    python -m app --host 0.0.0.0 --port 8000 --workers 2
+
+is ``uvicorn app.main:app`` plus ``--http app.server:GuardedHttpProtocol --timeout-keep-alive
+$ATLAS_KEEP_ALIVE_S``. ``--workers`` defaults to ``$WEB_CONCURRENCY`` (else 1), as uvicorn's does.
+"""
+
+import argparse
+import os
+from collections.abc import Sequence
+
+import uvicorn
+
+from app.settings import get_settings
+
+PROTOCOL = "app.server:GuardedHttpProtocol"
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m app", description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=int(os.environ.get("WEB_CONCURRENCY", "1")),
+        help="worker processes (default $WEB_CONCURRENCY or 1)",
+    )
+    parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
+    parser.add_argument("--no-access-log", action="store_true", help="no per-request log lines")
+    parser.add_argument(
+        "--no-server-header", action="store_true", help="no 'server: uvicorn' header"
+    )
+    parser.add_argument(
+        "--forwarded-allow-ips",
+        default=None,
+        help="proxy addresses whose X-Forwarded-For/-Proto are trusted (uvicorn's default)",
+    )
+    parser.add_argument("--root-path", default="", help="path prefix the proxy serves the app at")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse(argv)
+    settings = get_settings()
+    uvicorn.run(
+        "app.main:app",
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        http=PROTOCOL,
+        timeout_keep_alive=max(1, round(settings.keep_alive_s)),
+        log_level=args.log_level,
+        access_log=not args.no_access_log,
+        server_header=not args.no_server_header,
+        forwarded_allow_ips=args.forwarded_allow_ips,
+        root_path=args.root_path,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""Size and time limits on each request, enforced before the app parses anything.
+
+``RequestLimits`` is a pure ASGI middleware: a URL (path plus query) longer than
+``max_url_bytes`` gets 414, a body larger than ``max_body_bytes`` gets 413 (at once when
+Content-Length says so, else as soon as the streamed body passes the limit), and a body that
+stops arriving for ``body_timeout_s`` gets 408. The body is read whole, bounded, before the app
+runs, then handed to it unchanged, so no route ever waits on a slow upload.
+
+Errors quote the input they refuse only as a short prefix (``short``), never whole.
+"""
+
+import asyncio
+import reprlib
+from typing import Any
+
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# The most of a refused input an error message quotes, and the most errors one answer lists.
+ECHO_CHARS = 120
+MAX_ERRORS_LISTED = 20
+
+
+def short(value: object, limit: int = ECHO_CHARS) -> str:
+    """``repr``-like text of ``value``, cut to ``limit`` characters with an ellipsis."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
+# reprlib stops after a few entries and levels: a huge input is never walked to be quoted.
+_BOUNDED = reprlib.Repr()
+_BOUNDED.maxlevel, _BOUNDED.maxlist, _BOUNDED.maxdict = 3, 8, 8
+_BOUNDED.maxstring, _BOUNDED.maxother = ECHO_CHARS, 40
+
+
+def _echo(value: Any) -> Any:
+    """An error's ``input``: small values as they are, anything larger as a short prefix."""
+    if isinstance(value, str):
+        return short(value)
+    if isinstance(value, int | float | bool) or value is None:
+        return value
+    text = _BOUNDED.repr(value)
+    if len(text) <= ECHO_CHARS and "..." not in text:
+        return value
+    size = f" ({len(value)} entries)" if isinstance(value, list | dict) else ""
+    return short(text) + size
+
+
+def _located(item: dict[str, Any]) -> dict[str, Any]:
+    """A check across the body (a model validator) locates its error at the body; when it names
+    one field (``ctx.field``), the error's ``loc`` ends with that field, like a field's own."""
+    field = (item.get("ctx") or {}).get("field")
+    loc = tuple(item.get("loc", ()))
+    if isinstance(field, str) and field.isidentifier() and loc and loc[-1] != field:
+        return {**item, "loc": (*loc, field)}
+    return item
+
+
+async def validation_error(request: Request, error: Exception) -> JSONResponse:
+    """FastAPI's 422 body (``detail``: a list of errors), each echoing at most a short prefix of
+    its input, and at most ``MAX_ERRORS_LISTED`` errors (``errors_total`` says how many)."""
+    assert isinstance(error, RequestValidationError)
+    errors = list(error.errors())
+    shown = [
+        _located({**item, "input": _echo(item["input"])} if "input" in item else item)
+        for item in errors[:MAX_ERRORS_LISTED]
+    ]
+    content: dict[str, Any] = {"detail": jsonable_encoder(shown)}
+    if len(errors) > MAX_ERRORS_LISTED:
+        content["errors_total"] = len(errors)
+    return JSONResponse(content, status_code=422)
+
+
+class _RefusedError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+class RequestLimits:
+    """414 for a long URL, 413 for a large body, 408 for a stalled one; see the module doc."""
+
+    def __init__(
+        self, app: ASGIApp, *, max_url_bytes: int, max_body_bytes: int, body_timeout_s: float
+    ) -> None:
+        self.app = app
+        self.max_url_bytes = max_url_bytes
+        self.max_body_bytes = max_body_bytes
+        self.body_timeout_s = body_timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            self._check_url(scope)
+            receive = await self._read_body(scope, receive)
+        except _RefusedError as refused:
+            # Closing the connection: the rest of a refused body is never read.
+            response = PlainTextResponse(
+                refused.message, status_code=refused.status, headers={"Connection": "close"}
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _check_url(self, scope: Scope) -> None:
+        path = scope.get("raw_path") or scope["path"].encode("utf-8", "replace")
+        size = len(path) + len(scope.get("query_string", b""))
+        if size > self.max_url_bytes:
+            raise _RefusedError(
+                414,
+                f"URL too long: {size} bytes of path and query; the limit is"
+                f" {self.max_url_bytes} (ATLAS_MAX_URL_BYTES).",
+            )
+
+    def _too_large(self, size: str) -> _RefusedError:
+        return _RefusedError(
+            413,
+            f"Request body too large: {size} bytes; the limit is {self.max_body_bytes}"
+            " (ATLAS_MAX_BODY_BYTES).",
+        )
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> Receive:
+        """The whole body, read within the limits, replayed as one message to the app."""
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_body_bytes:
+            raise self._too_large(str(declared))
+        chunked = any(name == b"transfer-encoding" for name, _ in scope["headers"])
+        if not declared and not chunked:
+            return receive
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            try:
+                message = await asyncio.wait_for(receive(), self.body_timeout_s)
+            except TimeoutError:
+                raise _RefusedError(
+                    408,
+                    f"Request body stalled: nothing arrived for {self.body_timeout_s:g} s"
+                    " (ATLAS_BODY_TIMEOUT_S).",
+                ) from None
+            if message["type"] != "http.request":
+                # The client left: hand the disconnect on, the app answers nobody.
+                return _replay([message], receive)
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise self._too_large(f"more than {self.max_body_bytes}")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        return _replay([body], receive)
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replay() -> Message:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replay

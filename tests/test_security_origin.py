@@ -1,0 +1,119 @@
+"""Same-origin state changes, trusted hosts, and a 500 that still carries the security headers."""
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.security import SECURITY_HEADERS
+from app.settings import Settings
+from tests.test_classroom import questions
+
+LESSON_BODY = {"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10}
+LAB_FORM = {"counts": "2,6", "means": "1,3", "eta": "0.1", "w": "10"}
+
+
+def quiz_form() -> dict[str, str]:
+    first = questions()[0]
+    return {"question": first.id, "choice": str(first.answer_number)}
+
+
+def post(client: TestClient, path: str, headers: dict[str, str]) -> int:
+    if path == "/api/confirm":
+        return client.post(path, json=LESSON_BODY, headers=headers).status_code
+    data = quiz_form() if path == "/quiz" else LAB_FORM
+    return client.post(path, data=data, headers=headers).status_code
+
+
+CROSS_SITE = [
+    {"Sec-Fetch-Site": "cross-site"},
+    {"Sec-Fetch-Site": "same-site"},
+    {"Origin": "http://evil.example"},
+    {"Origin": "null"},
+    {"Origin": "http://testserver.evil.example"},
+    {"Sec-Fetch-Site": "cross-site", "Origin": "http://testserver"},
+]
+SAME_ORIGIN = [
+    {},  # curl, scripts: no Origin, no Sec-Fetch-Site
+    {"Sec-Fetch-Site": "same-origin", "Origin": "http://testserver"},
+    {"Sec-Fetch-Site": "none"},
+    {"Origin": "http://testserver"},
+    {"Origin": "https://testserver"},  # behind a TLS proxy the app sees http
+]
+
+
+@pytest.mark.parametrize("path", ["/quiz", "/lab/confirm", "/api/confirm"])
+@pytest.mark.parametrize("headers", CROSS_SITE)
+def test_cross_site_state_changes_are_refused(
+    client: TestClient, path: str, headers: dict[str, str]
+) -> None:
+    response = client.post(path, data=quiz_form(), headers=headers)
+    assert response.status_code == 403
+    assert response.text.startswith("Cross-site request refused")
+    assert "evil.example" * 2 not in response.text
+    assert "set-cookie" not in response.headers
+    assert response.headers["x-frame-options"] == "DENY"
+
+
+@pytest.mark.parametrize("path", ["/quiz", "/lab/confirm", "/api/confirm"])
+@pytest.mark.parametrize("headers", SAME_ORIGIN)
+def test_same_origin_and_scripts_pass(
+    client: TestClient, path: str, headers: dict[str, str]
+) -> None:
+    # The confirmation may be busy or starting (429/503) but is never refused as cross-site.
+    assert post(client, path, headers) in {200, 429, 503}
+
+
+def test_same_origin_quiz_answer_is_scored(client: TestClient) -> None:
+    response = client.post(
+        "/quiz", data=quiz_form(), headers={"Sec-Fetch-Site": "same-origin", "HX-Request": "true"}
+    )
+    assert response.status_code == 200
+    assert "atlas_quiz" in response.headers["set-cookie"]
+
+
+def test_reads_are_never_refused(client: TestClient) -> None:
+    assert client.get("/", headers={"Sec-Fetch-Site": "cross-site"}).status_code == 200
+
+
+@pytest.fixture(scope="module")
+def strict_hosts() -> Iterator[TestClient]:
+    settings = Settings(confirm_enabled=False, trusted_hosts=["lab.example.org", "localhost"])
+    with TestClient(create_app(settings), base_url="http://lab.example.org") as client:
+        yield client
+
+
+def test_trusted_hosts_answer(strict_hosts: TestClient) -> None:
+    assert strict_hosts.get("/healthz").status_code == 200
+    assert strict_hosts.get("/healthz", headers={"Host": "localhost:8000"}).status_code == 200
+
+
+def test_other_hosts_are_refused_with_the_headers(strict_hosts: TestClient) -> None:
+    response = strict_hosts.get("/", headers={"Host": "x" * 10_000})
+    assert response.status_code == 400
+    assert len(response.content) < 200
+    assert (
+        response.headers["content-security-policy"] == SECURITY_HEADERS["Content-Security-Policy"]
+    )
+
+
+def test_any_host_by_default(client: TestClient) -> None:
+    assert client.get("/healthz", headers={"Host": "anything.example:1234"}).status_code == 200
+
+
+def test_a_server_error_is_plain_and_carries_the_security_headers() -> None:
+    app = create_app(Settings(confirm_enabled=False))
+
+    @app.get("/boom")
+    def boom() -> None:
+        raise RuntimeError("secret internals")
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.get("/boom")
+    assert response.status_code == 500
+    assert response.headers["content-type"].startswith("text/plain")
+    assert "secret internals" not in response.text
+    assert "Internal server error" in response.text
+    for name, value in SECURITY_HEADERS.items():
+        assert response.headers[name] == value
