@@ -19,7 +19,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 from typing import NamedTuple
 
 MINUS = "\u2212"
@@ -75,16 +74,58 @@ class Printed(NamedTuple):
     half: Ratio
 
 
-@lru_cache(maxsize=65536, typed=True)
-def printed(value: Number, digits: int = DIGITS) -> Printed:
-    """``value`` to ``digits`` significant digits, ``%g``-style, true minus, ×10ⁿ exponents;
-    with the value a reader reads back and half a unit of the last digit shown."""
-    if value == 0:
-        return Printed("0", (0, 1), (0, 1))
+# Powers of ten the printed forms use (a list index is quicker than ``10**k`` each time).
+_POWERS = [10**k for k in range(400)]
+# ``%g`` with ``d`` significant digits is this module's rule: the exponent of the rounded value
+# picks fixed (-4 ≤ e < d) or scientific notation, and trailing zeros go. Python's float
+# formatting rounds the exact binary value correctly (half to even), as ``_scientific`` does.
+_G = [f".{d}g" for d in range(128)]
+_ZERO = Printed("0", (0, 1), (0, 1))
+
+
+def _power(k: int) -> int:
+    return _POWERS[k] if k < 400 else 10**k
+
+
+def _float_text(value: float | int, digits: int) -> str:
+    """``%g`` with ``digits`` digits as this module prints it: true minus, ×10ⁿ exponents."""
+    text = format(value, _G[digits] if digits < 128 else f".{digits}g")
+    e = text.find("e")
+    if e >= 0:
+        exponent = str(int(text[e + 1 :])).translate(SUPERSCRIPT)
+        text = f"{text[:e]}{TIMES}10{exponent}"
+    elif text[-1] in "fn":  # inf, nan: no digits to print
+        raise ValueError(f"not a finite number: {value!r}")
+    return MINUS + text[1:] if text[0] == "-" else text
+
+
+def _float_printed(value: float | int, digits: int) -> Printed:
+    text = format(value, _G[digits] if digits < 128 else f".{digits}g")
+    e = text.find("e")
+    if e >= 0:
+        head, exponent = text[:e], int(text[e + 1 :])
+        shown = f"{head}{TIMES}10{str(exponent).translate(SUPERSCRIPT)}"
+    elif text[-1] in "fn":  # inf, nan: no digits to print
+        raise ValueError(f"not a finite number: {value!r}")
+    else:
+        head, exponent, shown = text, 0, text
+    point = head.find(".")
+    if point >= 0:
+        mantissa = int(head[:point] + head[point + 1 :])
+        place = exponent - (len(head) - point - 1)
+    else:
+        mantissa, place = int(head), exponent
+    if shown[0] == "-":
+        shown = MINUS + shown[1:]
+    if place >= 0:
+        unit = _power(place)
+        return Printed(shown, (mantissa * unit, 1), (unit, 2))
+    unit = _power(-place)
+    return Printed(shown, (mantissa, unit), (1, 2 * unit))
+
+
+def _exact_printed(value: Number, digits: int) -> Printed:
     sign, digits_text, exponent = _scientific(value, digits)
-    exact = sign * int(digits_text)
-    shift = exponent - len(digits_text) + 1
-    ratio = (exact * 10**shift, 1) if shift >= 0 else (exact, 10**-shift)
     mantissa = digits_text.rstrip("0") or "0"
     if -4 <= exponent < digits:
         if exponent >= 0:
@@ -93,18 +134,37 @@ def printed(value: Number, digits: int = DIGITS) -> Printed:
         else:
             whole, rest = "0", "0" * (-exponent - 1) + mantissa
         text = f"{whole}.{rest}" if rest else whole
-        place = -len(rest)
+        exact, place = sign * int(whole + rest), -len(rest)
     else:
         head = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
         text = f"{head}{TIMES}10{str(exponent).translate(SUPERSCRIPT)}"
-        place = exponent - (len(mantissa) - 1)
-    half = (10**place, 2) if place >= 0 else (1, 2 * 10**-place)
+        exact, place = sign * int(mantissa), exponent - (len(mantissa) - 1)
+    if place >= 0:
+        unit = _power(place)
+        ratio, half = (exact * unit, 1), (unit, 2)
+    else:
+        unit = _power(-place)
+        ratio, half = (exact, unit), (1, 2 * unit)
     return Printed((MINUS if sign < 0 else "") + text, ratio, half)
+
+
+def printed(value: Number, digits: int = DIGITS) -> Printed:
+    """``value`` to ``digits`` significant digits, ``%g``-style, true minus, ×10ⁿ exponents;
+    with the value a reader reads back and half a unit of the last digit shown."""
+    if not value:
+        return _ZERO
+    if isinstance(value, float | int):
+        return _float_printed(value, digits)
+    return _exact_printed(value, digits)
 
 
 def fmt(value: Number, digits: int = DIGITS) -> str:
     """``value`` to ``digits`` significant digits, ``%g``-style, true minus, ×10ⁿ exponents."""
-    return printed(value, digits).text
+    if not value:
+        return "0"
+    if isinstance(value, float | int):
+        return _float_text(value, digits)
+    return _exact_printed(value, digits).text
 
 
 def _shown_ratio(value: Number, digits: int) -> Ratio:
@@ -116,25 +176,52 @@ def shown(value: Number, digits: int = DIGITS) -> Fraction:
     return Fraction(*_shown_ratio(value, digits))
 
 
-@lru_cache(maxsize=16384, typed=True)
+def _limit_denominator(top: int, bottom: int, most: int) -> Ratio:
+    """``Fraction(top, bottom).limit_denominator(most)`` on ints (bottom > 0, reduced):
+    the same steps, without a Fraction per step."""
+    if bottom <= most:
+        return top, bottom
+    p0, q0, p1, q1 = 0, 1, 1, 0
+    n, d = top, bottom
+    while True:
+        a = n // d
+        q2 = q0 + a * q1
+        if q2 > most:
+            break
+        p0, q0, p1, q1 = p1, q1, p0 + a * p1, q2
+        n, d = d, n - a * d
+    k = (most - q0) // q1
+    p2, q2 = p0 + k * p1, q0 + k * q1
+    # |p1/q1 - top/bottom| <= |p2/q2 - top/bottom|: the convergent, else the semiconvergent.
+    if abs(p1 * bottom - top * q1) * q2 <= abs(p2 * bottom - top * q2) * q1:
+        return p1, q1
+    return p2, q2
+
+
 def small_fraction(value: Number, digits: int = DIGITS) -> Fraction | None:
     """The fraction p/q (q ≤ 1000, q > 1) that ``value`` is, when its decimals do not end.
 
     A float counts as that fraction when it is the float nearest to it.
     """
-    top, bottom = printed(value, digits).value
-    if isinstance(value, float) and top / bottom == value:
-        return None  # the printed decimal reads back as that very float (0.5, 0.1, 2.5)
-    exact = Fraction(value)
-    guess = exact.limit_denominator(MAX_DENOMINATOR)
-    if guess.denominator == 1 or (guess != exact and float(guess) != float(value)):
+    if isinstance(value, float):
+        spec = _G[digits] if digits < 128 else f".{digits}g"
+        if not value or float(format(value, spec)) == value:
+            return None  # the printed decimal reads back as that very float (0.5, 0.1, 2.5)
+        top, bottom = value.as_integer_ratio()
+    elif isinstance(value, int):
+        return None  # a whole number is no fraction
+    else:
+        top, bottom = value.numerator, value.denominator
+    p, q = _limit_denominator(top, bottom, MAX_DENOMINATOR)
+    if q == 1 or (p * bottom != top * q and p / q != top / bottom):
         return None
-    q = guess.denominator
-    while q % 2 == 0:
-        q //= 2
-    while q % 5 == 0:
-        q //= 5
-    if q == 1 and shown(guess, digits) == guess:
+    rest = q
+    while rest % 2 == 0:
+        rest //= 2
+    while rest % 5 == 0:
+        rest //= 5
+    guess = Fraction(p, q)
+    if rest == 1 and shown(guess, digits) == guess:
         return None  # a decimal that ends within the shown digits: 0.125 stays 0.125
     return guess
 
@@ -272,24 +359,6 @@ def _values(expr: Expr) -> list[Number]:
     return [v for item in expr.items for v in _values(item)]
 
 
-def _render(expr: Expr, digits: int, first: bool = True) -> str:
-    if isinstance(expr, Value):
-        text = fmt(expr.value, digits) + (f" {expr.unit}" if expr.unit else "")
-        # A negative operand after an operator goes in parentheses: 2×(−1), 3 + (−1).
-        return f"({text})" if expr.value < 0 and not first else text
-    if isinstance(expr, Whole):
-        return str(expr.value).replace("-", MINUS)
-    if isinstance(expr, Group):
-        return f"({_render(expr.inner, digits)})"
-    parts = []
-    for index, item in enumerate(expr.items):
-        text = _render(item, digits, first and index == 0)
-        if isinstance(item, Op) and _needs_parentheses(expr.operator, item.operator, index):
-            text = f"({text})"
-        parts.append(text)
-    return _SPACED[expr.operator].join(parts)
-
-
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
 
 
@@ -300,27 +369,119 @@ def _needs_parentheses(outer: str, inner: str, index: int) -> bool:
     return index > 0 and outer in "-/"
 
 
+class _Form:
+    """An expression taken apart once: its operands in order, the text around them and the
+    steps that compute its value (postfix), so that each digit count only prints the operands,
+    adds and multiplies ints, and joins strings.
+
+    ``pieces`` is the printed line with an int where operand i goes; ``steps`` are ``(-1, i)``
+    (operand i), ``(-2, n)`` (the whole number n) or ``(k, operator)`` (fold the last k).
+    """
+
+    __slots__ = ("pieces", "scales", "steps", "units", "values", "wrapped")
+
+    def __init__(self, expr: Expr) -> None:
+        self.values: list[Number] = []
+        self.scales: list[Ratio | None] = []
+        self.units: list[str] = []
+        self.wrapped: list[bool] = []
+        self.pieces: list[str | int] = []
+        self.steps: list[tuple[int, int | str]] = []
+        self._take(expr, True)
+
+    def _take(self, expr: Expr, first: bool) -> None:
+        pieces = self.pieces
+        if isinstance(expr, Value):
+            index = len(self.values)
+            self.values.append(expr.value)
+            scale = expr.scale
+            self.scales.append(None if scale == 1 else (scale.numerator, scale.denominator))
+            self.units.append(f" {expr.unit}" if expr.unit else "")
+            # A negative operand after an operator goes in parentheses: 2×(−1), 3 + (−1).
+            self.wrapped.append(expr.value < 0 and not first)
+            pieces.append(index)
+            self.steps.append((-1, index))
+        elif isinstance(expr, Whole):
+            pieces.append(str(expr.value).replace("-", MINUS))
+            self.steps.append((-2, expr.value))
+        elif isinstance(expr, Group):
+            pieces.append("(")
+            self._take(expr.inner, True)
+            pieces.append(")")
+        else:
+            spaced = _SPACED[expr.operator]
+            for index, item in enumerate(expr.items):
+                if index:
+                    pieces.append(spaced)
+                wrap = isinstance(item, Op) and _needs_parentheses(
+                    expr.operator, item.operator, index
+                )
+                if wrap:
+                    pieces.append("(")
+                self._take(item, first and index == 0)
+                if wrap:
+                    pieces.append(")")
+            self.steps.append((len(expr.items), expr.operator))
+
+    def texts(self, digits: int) -> list[Printed]:
+        return [printed(v, digits) for v in self.values]
+
+    def distinct(self, forms: list[Printed]) -> dict[str, Number] | None:
+        """Text → value of the printed operands; None if two different values print alike."""
+        seen: dict[str, Number] = {}
+        for value, form in zip(self.values, forms, strict=True):
+            other = seen.setdefault(form.text, value)
+            if other is not value and other != value:
+                return None
+        return seen
+
+    def evaluate(self, forms: list[Printed]) -> Ratio:
+        """The exact value of the expression as printed (each operand as its printed digits)."""
+        stack: list[Ratio] = []
+        scales = self.scales
+        for kind, item in self.steps:
+            if kind == -1:
+                n, d = forms[item].value  # type: ignore[index]
+                scale = scales[item]  # type: ignore[index]
+                stack.append((n, d) if scale is None else (n * scale[0], d * scale[1]))
+            elif kind == -2:
+                stack.append((item, 1))  # type: ignore[arg-type]
+            else:
+                operands = stack[-kind:]
+                del stack[-kind:]
+                n, d = operands[0]
+                if item == "+":
+                    for m, e in operands[1:]:
+                        n, d = (n + m, d) if d == e else (n * e + m * d, d * e)
+                elif item == "-":
+                    for m, e in operands[1:]:
+                        n, d = (n - m, d) if d == e else (n * e - m * d, d * e)
+                elif item == "*":
+                    for m, e in operands[1:]:
+                        n, d = n * m, d * e
+                else:
+                    for m, e in operands[1:]:
+                        n, d = (n * e, d * m) if m > 0 else (-n * e, -d * m)
+                stack.append((n, d))
+        return stack[0]
+
+    def render(self, forms: list[Printed]) -> str:
+        texts = []
+        for index, form in enumerate(forms):
+            text = form.text + self.units[index]
+            texts.append(f"({text})" if self.wrapped[index] else text)
+        return "".join(piece if isinstance(piece, str) else texts[piece] for piece in self.pieces)
+
+
+def _render(expr: Expr, digits: int) -> str:
+    form = _Form(expr)
+    return form.render(form.texts(digits))
+
+
 def _evaluate(expr: Expr, digits: int) -> Ratio:
     """The exact value of the expression as printed (each operand as its printed digits)."""
-    if isinstance(expr, Value):
-        n, d = _shown_ratio(expr.value, digits)
-        return n * expr.scale.numerator, d * expr.scale.denominator
-    if isinstance(expr, Whole):
-        return expr.value, 1
-    if isinstance(expr, Group):
-        return _evaluate(expr.inner, digits)
-    n, d = _evaluate(expr.items[0], digits)
-    for item in expr.items[1:]:
-        m, e = _evaluate(item, digits)
-        if expr.operator == "+":
-            n, d = n * e + m * d, d * e
-        elif expr.operator == "-":
-            n, d = n * e - m * d, d * e
-        elif expr.operator == "*":
-            n, d = n * m, d * e
-        else:
-            n, d = (n * e, d * m) if m > 0 else (-n * e, -d * m)
-    return n, d
+    form = _Form(expr)
+    return form.evaluate(form.texts(digits))
 
 
 def holds(expression: Ratio, result: Printed, scale: Fraction = Fraction(1)) -> bool:
@@ -328,10 +489,15 @@ def holds(expression: Ratio, result: Printed, scale: Fraction = Fraction(1)) -> 
 
     ``scale`` converts the result's unit to the expression's (the result "15 ms": 10⁻³).
     """
+    return _holds(expression, result, None if scale == 1 else (scale.numerator, scale.denominator))
+
+
+def _holds(expression: Ratio, result: Printed, scale: Ratio | None) -> bool:
     n, d = expression
     (vn, vd), (hn, hd) = result.value, result.half
-    vn, vd = vn * scale.numerator, vd * scale.denominator
-    hn, hd = hn * scale.numerator, hd * scale.denominator
+    if scale is not None:
+        vn, vd = vn * scale[0], vd * scale[1]
+        hn, hd = hn * scale[0], hd * scale[1]
     # |n/d - v| < half, in integers (d > 0); exactly equal also holds (half is 0 for "0").
     gap = abs(n * vd - vn * d)
     return gap == 0 or gap * hd < hn * d * vd
@@ -371,23 +537,24 @@ def written(
     name, scale = unit if unit is not None else ("", Fraction(1))
     suffix = f" {name}" if name else ""
     shown_result = Fraction(result) / scale if name else result
-    unique = set(_values(expr))
-    # The result may print like an operand only when it is one (or carries a unit).
-    may_repeat = bool(name) or result in unique
+    to_base = None if scale == 1 else (scale.numerator, scale.denominator)
+    form = _Form(expr)
 
     def attempt(digits: int, fewer: bool) -> Line | None:
-        shown = {fmt(v, digits) for v in unique}
-        if len(shown) < len(unique):
+        forms = form.texts(digits)
+        seen = form.distinct(forms)
+        if seen is None:
             return None
         value: Ratio | None = None  # evaluated once per digit count, when first needed
         tries = range(digits - 1, min(3, digits) - 1, -1) if fewer else (digits,)
         for result_digits in tries:
             answer = printed(shown_result, result_digits)
-            if not may_repeat and answer.text in shown:
+            # The result may print like an operand only when it is one (or carries a unit).
+            if not name and answer.text in seen and seen[answer.text] != result:
                 continue
-            value = value or _evaluate(expr, digits)
-            if holds(value, answer, scale):
-                return Line(_render(expr, digits), answer.text + suffix, digits)
+            value = value or form.evaluate(forms)
+            if _holds(value, answer, to_base):
+                return Line(form.render(forms), answer.text + suffix, digits)
         return None
 
     # First the result with as many digits as the operands; under cancellation (a difference
@@ -402,5 +569,6 @@ def written(
         line = attempt(digits, False) or attempt(digits, True)
         if line is not None:
             return line
-    exact = Fraction(*_evaluate(expr, most)) / scale
-    return Line(_render(expr, most), fmt(exact, most) + suffix, most)
+    forms = form.texts(most)
+    exact = Fraction(*form.evaluate(forms)) / scale
+    return Line(form.render(forms), fmt(exact, most) + suffix, most)
