@@ -81,10 +81,11 @@ _POWERS = [10**k for k in range(400)]
 # formatting rounds the exact binary value correctly (half to even), as ``_scientific`` does.
 _G = [f".{d}g" for d in range(128)]
 _ZERO = Printed("0", (0, 1), (0, 1))
+_ONE = Fraction(1)
 
 
 def _power(k: int) -> int:
-    return _POWERS[k] if k < 400 else 10**k
+    return _POWERS[k] if k < 400 else int(10**k)
 
 
 def _float_text(value: float | int, digits: int) -> str:
@@ -196,6 +197,25 @@ def _limit_denominator(top: int, bottom: int, most: int) -> Ratio:
     if abs(p1 * bottom - top * q1) * q2 <= abs(p2 * bottom - top * q2) * q1:
         return p1, q1
     return p2, q2
+
+
+def exact_sum(values: Iterable[Number]) -> Fraction:
+    """The exact sum (``sum(map(Fraction, values), Fraction(0))``): floats add as ints over a
+    common power-of-two denominator, one Fraction at the end."""
+    top, bottom = 0, 1
+    rest = Fraction(0)
+    for value in values:
+        if isinstance(value, float):
+            n, d = value.as_integer_ratio()  # d is a power of two
+            if d == bottom:
+                top += n
+            elif d < bottom:
+                top += n * (bottom // d)
+            else:
+                top, bottom = top * (d // bottom) + n, d
+        else:
+            rest += Fraction(value)
+    return Fraction(top, bottom) + rest if rest else Fraction(top, bottom)
 
 
 def small_fraction(value: Number, digits: int = DIGITS) -> Fraction | None:
@@ -369,25 +389,155 @@ def _needs_parentheses(outer: str, inner: str, index: int) -> bool:
     return index > 0 and outer in "-/"
 
 
-class _Form:
+class Printer:
+    """The printed forms of one request's numbers: its lines share operands (a count appears
+    in N, g and its factor), so each prints once per digit count. Made per call, never kept:
+    no state carries over, and an exact operand is held (and known) by its identity."""
+
+    __slots__ = ("_exact", "_floats")
+
+    def __init__(self) -> None:
+        self._floats: dict[int, dict[float, Printed]] = {}
+        self._exact: dict[tuple[int, int], tuple[Number, Printed]] = {}
+
+    def __call__(self, value: Number, digits: int) -> Printed:
+        if type(value) is float:
+            forms = self._floats.get(digits)
+            if forms is None:
+                forms = self._floats[digits] = {}
+            form = forms.get(value)
+            if form is None:
+                form = forms[value] = _float_printed(value, digits) if value else _ZERO
+            return form
+        key = (id(value), digits)
+        entry = self._exact.get(key)
+        if entry is None:  # the entry keeps value alive: no other object gets its id meanwhile
+            entry = self._exact[key] = (value, printed(value, digits))
+        return entry[1]
+
+    def all(self, values: list[Number], digits: int) -> list[Printed]:
+        """``[self(v, digits) for v in values]``, the float lookups inline."""
+        forms = self._floats.get(digits)
+        if forms is None:
+            forms = self._floats[digits] = {}
+        out = []
+        for value in values:
+            form = forms.get(value) if type(value) is float else None
+            out.append(self(value, digits) if form is None else form)
+        return out
+
+
+class Formula:
     """An expression taken apart once: its operands in order, the text around them and the
     steps that compute its value (postfix), so that each digit count only prints the operands,
-    adds and multiplies ints, and joins strings.
+    adds and multiplies ints, and joins strings. ``Formula(expr)`` takes an ``Expr`` apart;
+    the class methods build the app's common shapes directly (no tree to walk).
 
     ``pieces`` is the printed line with an int where operand i goes; ``steps`` are ``(-1, i)``
     (operand i), ``(-2, n)`` (the whole number n) or ``(k, operator)`` (fold the last k).
+    ``wrapped[i]``: operand i is negative after an operator and prints in parentheses.
     """
 
     __slots__ = ("pieces", "scales", "steps", "units", "values", "wrapped")
 
-    def __init__(self, expr: Expr) -> None:
+    def __init__(self, expr: Expr | None = None) -> None:
         self.values: list[Number] = []
         self.scales: list[Ratio | None] = []
         self.units: list[str] = []
         self.wrapped: list[bool] = []
         self.pieces: list[str | int] = []
         self.steps: list[tuple[int, int | str]] = []
-        self._take(expr, True)
+        if expr is not None:
+            self._take(expr, True)
+
+    @classmethod
+    def _flat(
+        cls,
+        values: list[Number],
+        pieces: list[str | int],
+        steps: list[tuple[int, int | str]],
+        first: int = 0,
+    ) -> "Formula":
+        """Plain operands (no unit, scale 1); operand ``first`` opens the line."""
+        form = cls.__new__(cls)
+        form.values = values
+        form.scales = [None] * len(values)
+        form.units = [""] * len(values)
+        form.wrapped = [v < 0 and i != first for i, v in enumerate(values)]
+        form.pieces = pieces
+        form.steps = steps
+        return form
+
+    @classmethod
+    def total(cls, values: Sequence[Number]) -> "Formula":
+        """``a + b + …``: ``plus(*map(Value, values))``."""
+        pieces: list[str | int] = [0]
+        for index in range(1, len(values)):
+            pieces += (" + ", index)
+        steps: list[tuple[int, int | str]] = [(-1, i) for i in range(len(values))]
+        steps.append((len(values), "+"))
+        return cls._flat(list(values), pieces, steps)
+
+    @classmethod
+    def mean(cls, values: Sequence[Number], count: int) -> "Formula":
+        """``(a + b + …) / P``: ``over(plus(*map(Value, values)), Whole(count))``."""
+        form = cls.total(values)
+        form.pieces = ["(", *form.pieces, ") / ", str(count).replace("-", MINUS)]
+        form.steps += ((-2, count), (2, "/"))
+        return form
+
+    @classmethod
+    def weighted_mean(
+        cls, weights: Sequence[Number], values: Sequence[Number], total: Number
+    ) -> "Formula":
+        """``(n₀×a + n₁×b + …) / N``: ``over(plus(*(times(Value(n), Value(v)) …)), Value(N))``."""
+        operands: list[Number] = []
+        pieces: list[str | int] = ["("]
+        steps: list[tuple[int, int | str]] = []
+        for index, (weight, value) in enumerate(zip(weights, values, strict=True)):
+            if index:
+                pieces.append(" + ")
+            pieces += (2 * index, TIMES, 2 * index + 1)
+            operands += (weight, value)
+            steps += ((-1, 2 * index), (-1, 2 * index + 1), (2, "*"))
+        last = len(operands)
+        operands.append(total)
+        pieces += (") / ", last)
+        steps += ((len(weights), "+"), (-1, last), (2, "/"))
+        return cls._flat(operands, pieces, steps)
+
+    @classmethod
+    def product(cls, a: Number, b: Number) -> "Formula":
+        """``a×b``: ``times(Value(a), Value(b))``."""
+        return cls._flat([a, b], [0, TIMES, 1], [(-1, 0), (-1, 1), (2, "*")])
+
+    @classmethod
+    def share(cls, count: int, part: Number, total: Number) -> "Formula":
+        """``P×n / N``: ``over(times(Whole(count), Value(part)), Value(total))``."""
+        return cls._flat(
+            [part, total],
+            [str(count).replace("-", MINUS), TIMES, 0, " / ", 1],
+            [(-2, count), (-1, 0), (2, "*"), (-1, 1), (2, "/")],
+            first=-1,
+        )
+
+    @classmethod
+    def step(cls, w: Number, eta: Number, gradient: Number) -> "Formula":
+        """``w − η×g``: ``minus(Value(w), times(Value(eta), Value(gradient)))``."""
+        return cls._flat(
+            [w, eta, gradient],
+            [0, f" {MINUS} ", 1, TIMES, 2],
+            [(-1, 0), (-1, 1), (-1, 2), (2, "*"), (2, "-")],
+        )
+
+    @classmethod
+    def scaled_difference(cls, eta: Number, a: Number, b: Number) -> "Formula":
+        """``η×(a − b)``: ``times(Value(eta), minus(Value(a), Value(b)))``."""
+        return cls._flat(
+            [eta, a, b],
+            [0, TIMES, "(", 1, f" {MINUS} ", 2, ")"],
+            [(-1, 0), (-1, 1), (-1, 2), (2, "-"), (2, "*")],
+        )
 
     def _take(self, expr: Expr, first: bool) -> None:
         pieces = self.pieces
@@ -423,8 +573,10 @@ class _Form:
                     pieces.append(")")
             self.steps.append((len(expr.items), expr.operator))
 
-    def texts(self, digits: int) -> list[Printed]:
-        return [printed(v, digits) for v in self.values]
+    def texts(self, digits: int, printer: Printer | None = None) -> list[Printed]:
+        if printer is None:
+            return [printed(v, digits) for v in self.values]
+        return printer.all(self.values, digits)
 
     def distinct(self, forms: list[Printed]) -> dict[str, Number] | None:
         """Text → value of the printed operands; None if two different values print alike."""
@@ -466,21 +618,21 @@ class _Form:
         return stack[0]
 
     def render(self, forms: list[Printed]) -> str:
-        texts = []
-        for index, form in enumerate(forms):
-            text = form.text + self.units[index]
-            texts.append(f"({text})" if self.wrapped[index] else text)
-        return "".join(piece if isinstance(piece, str) else texts[piece] for piece in self.pieces)
+        texts = [
+            f"({form.text}{unit})" if wrap else form.text + unit
+            for form, unit, wrap in zip(forms, self.units, self.wrapped, strict=True)
+        ]
+        return "".join([piece if isinstance(piece, str) else texts[piece] for piece in self.pieces])
 
 
 def _render(expr: Expr, digits: int) -> str:
-    form = _Form(expr)
+    form = Formula(expr)
     return form.render(form.texts(digits))
 
 
 def _evaluate(expr: Expr, digits: int) -> Ratio:
     """The exact value of the expression as printed (each operand as its printed digits)."""
-    form = _Form(expr)
+    form = Formula(expr)
     return form.evaluate(form.texts(digits))
 
 
@@ -534,21 +686,37 @@ def written(
     ``unit`` = (name, scale) prints the result in that unit: ``result / scale`` and the name.
     ``most`` raises the 17-digit limit for exact operands (fractions closer than floats show).
     """
-    name, scale = unit if unit is not None else ("", Fraction(1))
-    suffix = f" {name}" if name else ""
-    shown_result = Fraction(result) / scale if name else result
-    to_base = None if scale == 1 else (scale.numerator, scale.denominator)
-    form = _Form(expr)
+    return write(Formula(expr), result, start, unit, most)
+
+
+def write(
+    form: Formula,
+    result: Number,
+    start: int = DIGITS,
+    unit: tuple[str, Fraction] | None = None,
+    most: int = MAX_DIGITS,
+    printer: Printer | None = None,
+) -> Line:
+    """``written`` for an expression already taken apart; ``printer`` shares printed operands
+    (and results) with the other lines of the same request."""
+    if unit is None:
+        name, scale, suffix, shown_result, to_base = "", _ONE, "", result, None
+    else:
+        name, scale = unit
+        suffix = f" {name}" if name else ""
+        shown_result = Fraction(result) / scale if name else result
+        to_base = None if scale == 1 else (scale.numerator, scale.denominator)
+    show = printed if printer is None else printer
 
     def attempt(digits: int, fewer: bool) -> Line | None:
-        forms = form.texts(digits)
+        forms = form.texts(digits, printer)
         seen = form.distinct(forms)
         if seen is None:
             return None
         value: Ratio | None = None  # evaluated once per digit count, when first needed
         tries = range(digits - 1, min(3, digits) - 1, -1) if fewer else (digits,)
         for result_digits in tries:
-            answer = printed(shown_result, result_digits)
+            answer = show(shown_result, result_digits)
             # The result may print like an operand only when it is one (or carries a unit).
             if not name and answer.text in seen and seen[answer.text] != result:
                 continue
@@ -569,6 +737,6 @@ def written(
         line = attempt(digits, False) or attempt(digits, True)
         if line is not None:
             return line
-    forms = form.texts(most)
+    forms = form.texts(most, printer)
     exact = Fraction(*form.evaluate(forms)) / scale
     return Line(form.render(forms), fmt(exact, most) + suffix, most)

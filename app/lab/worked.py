@@ -12,9 +12,13 @@ from functools import lru_cache
 from app.engine import GradientResult, RingCost, Trajectory
 from app.numbers import (
     Expr,
+    Formula,
+    Number,
+    Printer,
     Value,
     Whole,
     distinct_digits,
+    exact_sum,
     fmt,
     fmt_distinct,
     fmt_exact,
@@ -22,6 +26,7 @@ from app.numbers import (
     over,
     plus,
     times,
+    write,
     written,
 )
 from app.sentences import lab_verdict
@@ -81,46 +86,42 @@ class Lines:
     compensated_means: tuple[str, ...]
 
 
-def _line(expr: Expr, result: Fraction | float) -> str:
-    return str(written(expr, result, most=MOST_DIGITS))
-
-
 def lines(result: GradientResult) -> Lines:
     """``N = Σ nᵣ``, ``g = Σ nᵣ ḡᵣ / N``, the rank mean, the compensated mean, both steps,
     their difference ``η·(g - rank mean)`` and, per rank, ``P·nᵣ/N`` and ``(P·nᵣ/N)·ḡᵣ``.
 
     The two means enter as their exact values (``result.agreement``), so each line holds as
-    printed even where the floats they round to cannot show their difference.
+    printed even where the floats they round to cannot show their difference. The lines share
+    one ``Printer``: an operand that several lines show (a count, g, N) prints once per digits.
     """
     g, rank_mean = result.agreement.counted, result.agreement.plain
-    total = sum((Fraction(n) for n in result.counts), Fraction(0))
+    counts, means, ranks = result.counts, result.means, result.P
+    total = exact_sum(counts)
     w, eta = Fraction(result.w), Fraction(result.eta)
-    products = [times(Value(n), Value(m)) for n, m in zip(result.counts, result.means, strict=True)]
-    ranks = Whole(result.P)
+    printer = Printer()
+
+    def line(form: Formula, value: Number) -> str:
+        return str(write(form, value, most=MOST_DIGITS, printer=printer))
 
     def step(gradient: Fraction) -> str:
-        return _line(
-            minus(Value(result.w), times(Value(result.eta), Value(gradient))), w - eta * gradient
-        )
+        return line(Formula.step(result.w, result.eta, gradient), w - eta * gradient)
 
     return Lines(
-        N=_line(plus(*(Value(n) for n in result.counts)), total),
-        g=_line(over(plus(*products), Value(total)), g),
-        rank_mean=_line(over(plus(*(Value(m) for m in result.means)), ranks), rank_mean),
-        compensated=_line(over(plus(*(Value(c) for c in result.compensated_means)), ranks), g),
+        N=line(Formula.total(counts), total),
+        g=line(Formula.weighted_mean(counts, means, total), g),
+        rank_mean=line(Formula.mean(means, ranks), rank_mean),
+        compensated=line(Formula.mean(result.compensated_means, ranks), g),
         w_new=step(g),
         w_new_rank_mean=step(rank_mean),
-        difference=_line(
-            times(Value(result.eta), minus(Value(g), Value(rank_mean))), eta * (g - rank_mean)
-        ),
+        difference=line(Formula.scaled_difference(result.eta, g, rank_mean), eta * (g - rank_mean)),
         factors=tuple(
-            _line(over(times(ranks, Value(n)), Value(total)), factor)
-            for n, factor in zip(result.counts, result.scale_factors, strict=True)
+            line(Formula.share(ranks, n, total), factor)
+            for n, factor in zip(counts, result.scale_factors, strict=True)
         ),
         compensated_means=tuple(
-            _line(times(Value(factor), Value(m)), scaled)
+            line(Formula.product(factor, m), scaled)
             for factor, m, scaled in zip(
-                result.scale_factors, result.means, result.compensated_means, strict=True
+                result.scale_factors, means, result.compensated_means, strict=True
             )
         ),
     )

@@ -1,0 +1,246 @@
+# ruff: noqa: RUF001 (the lines print the multiplication sign on purpose)
+"""The fast paths of ``app.numbers`` against independent exact references.
+
+``printed``/``fmt`` read Python's ``%g``; the reference below is the former implementation
+(exact rounding of the value's exact rational, half to even, in Fractions). ``Formula``'s
+shapes are built flat; the reference takes the same expression apart from its ``Expr`` tree.
+``small_fraction`` runs the continued fraction on ints; the reference is
+``Fraction.limit_denominator``.
+"""
+
+import math
+import random
+from fractions import Fraction
+
+import pytest
+
+from app.engine import GradientResult, from_means
+from app.lab import worked
+from app.numbers import (
+    MINUS,
+    SUPERSCRIPT,
+    TIMES,
+    Expr,
+    Formula,
+    Number,
+    Printer,
+    Value,
+    Whole,
+    exact_sum,
+    fmt,
+    minus,
+    over,
+    plus,
+    printed,
+    small_fraction,
+    times,
+    write,
+    written,
+)
+
+
+def reference_printed(value: Number, digits: int) -> tuple[str, Fraction, Fraction]:
+    """Text, exact printed value and half a unit of the last digit, all from the exact value."""
+    exact = Fraction(value)
+    if exact == 0:
+        return "0", Fraction(0), Fraction(0)
+    sign, p, q = (-1 if exact < 0 else 1), abs(exact.numerator), exact.denominator
+    e = math.floor(math.log10(p) - math.log10(q))
+    while Fraction(p, q) < Fraction(10) ** e:
+        e -= 1
+    while Fraction(p, q) >= Fraction(10) ** (e + 1):
+        e += 1
+    scaled = Fraction(p, q) / Fraction(10) ** (e - digits + 1)
+    mantissa = round(scaled)  # half to even
+    if mantissa >= 10**digits:
+        mantissa //= 10
+        e += 1
+    text_digits = str(mantissa).rstrip("0") or "0"
+    if -4 <= e < digits:
+        if e >= 0:
+            whole, rest = text_digits[: e + 1].ljust(e + 1, "0"), text_digits[e + 1 :]
+        else:
+            whole, rest = "0", "0" * (-e - 1) + text_digits
+        text = f"{whole}.{rest}" if rest else whole
+        place = -len(rest)
+    else:
+        head = text_digits[0] + ("." + text_digits[1:] if len(text_digits) > 1 else "")
+        text = f"{head}{TIMES}10{str(e).translate(SUPERSCRIPT)}"
+        place = e - (len(text_digits) - 1)
+    value_shown = sign * mantissa * Fraction(10) ** (e - digits + 1)
+    return (MINUS if sign < 0 else "") + text, value_shown, Fraction(10) ** place / 2
+
+
+def random_float(rng: random.Random) -> float:
+    kind = rng.random()
+    if kind < 0.3:  # short decimals, as typed
+        return rng.randint(-(10**6), 10**6) / 10 ** rng.randint(0, 6)
+    if kind < 0.5:  # whole numbers, near powers of ten and rounding ties
+        return float(
+            rng.choice([9, 99, 999999, 9999995, 1000000, 5, 25, 125]) * 10 ** rng.randint(-8, 8)
+        ) * rng.choice([1, -1])
+    if kind < 0.9:
+        return rng.uniform(-1, 1) * 10 ** rng.randint(-30, 30)
+    return math.ldexp(rng.random(), rng.randint(-1074, 1023))  # anywhere, subnormals too
+
+
+def test_printed_and_fmt_match_the_exact_reference_on_random_floats() -> None:
+    rng = random.Random(8)
+    for _ in range(40_000):
+        x = random_float(rng)
+        digits = rng.choice([6, 6, 6, 3, 7, 12, 17, 25])
+        form = printed(x, digits)
+        text, value, half = reference_printed(x, digits)
+        assert (form.text, Fraction(*form.value), Fraction(*form.half)) == (text, value, half), (
+            x,
+            digits,
+        )
+        assert fmt(x, digits) == text
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        Fraction(220),
+        Fraction(-7),
+        Fraction(1, 3),
+        Fraction(-22, 7) * 10**9,
+        Fraction(5, 10**9),
+        37,
+        10**20,
+    ],
+)
+def test_printed_exact_values_match_the_reference(value: Number) -> None:
+    """A whole Fraction (N = 220) reads back as 220, not as its stripped digits 22."""
+    for digits in (3, 6, 17, 40):
+        form = printed(value, digits)
+        assert (form.text, Fraction(*form.value), Fraction(*form.half)) == reference_printed(
+            value, digits
+        )
+
+
+def reference_small_fraction(value: float, digits: int = 6) -> Fraction | None:
+    top, bottom = printed(value, digits).value
+    if top / bottom == value:
+        return None
+    exact = Fraction(value)
+    guess = exact.limit_denominator(1000)
+    if guess.denominator == 1 or (guess != exact and float(guess) != value):
+        return None
+    q = guess.denominator
+    while q % 2 == 0:
+        q //= 2
+    while q % 5 == 0:
+        q //= 5
+    if q == 1 and Fraction(*printed(guess, digits).value) == guess:
+        return None
+    return guess
+
+
+def test_small_fraction_matches_limit_denominator() -> None:
+    rng = random.Random(9)
+    values = [p / q for q in range(1, 1200, 7) for p in range(-40, 41, 3)]
+    values += [rng.uniform(-5, 5) for _ in range(3000)] + [1 / 3 + 1e-12, 1 / 7 - 1e-16]
+    for x in values:
+        assert small_fraction(x) == reference_small_fraction(x), x
+
+
+def test_exact_sum_is_the_fraction_sum() -> None:
+    rng = random.Random(10)
+    for _ in range(2000):
+        values: list[Number] = [random_float(rng) for _ in range(rng.randint(0, 9))]
+        if rng.random() < 0.2:
+            values.append(Fraction(rng.randint(-9, 9), rng.randint(1, 9)))
+        assert exact_sum(values) == sum((Fraction(v) for v in values), Fraction(0))
+
+
+def means_result(rng: random.Random) -> GradientResult:
+    p = rng.randint(1, 8)
+    counts = [float(rng.choice([0, 1, 2, 7, 64, 1000, 0.5, 2.25])) for _ in range(p)]
+    counts[0] = counts[0] or 3.0
+    means = [
+        rng.choice([rng.randint(-100, 100) / 10, rng.uniform(-1e6, 1e6), 0.0]) for _ in range(p)
+    ]
+    return from_means(counts, means, eta=rng.randint(1, 200) / 100, w=rng.randint(-40, 40) / 2)
+
+
+def test_flat_shapes_are_their_trees_as_written() -> None:
+    """Each Formula shape prints and checks like ``written`` on the tree it stands for."""
+    rng = random.Random(11)
+    for _ in range(300):
+        r = means_result(rng)
+        g, rm = r.agreement.counted, r.agreement.plain
+        counts, means, ranks = r.counts, r.means, r.P
+        total = sum((Fraction(n) for n in counts), Fraction(0))
+        eta, w = r.eta, r.w
+        exact_step = Fraction(w) - Fraction(eta) * g
+        cases = [
+            (Formula.total(counts), plus(*map(Value, counts)), total),
+            (
+                Formula.weighted_mean(counts, means, total),
+                over(
+                    plus(*(times(Value(n), Value(m)) for n, m in zip(counts, means, strict=True))),
+                    Value(total),
+                ),
+                g,
+            ),
+            (Formula.mean(means, ranks), over(plus(*map(Value, means)), Whole(ranks)), rm),
+            (Formula.step(w, eta, g), minus(Value(w), times(Value(eta), Value(g))), exact_step),
+            (
+                Formula.scaled_difference(eta, g, rm),
+                times(Value(eta), minus(Value(g), Value(rm))),
+                Fraction(eta) * (g - rm),
+            ),
+            (
+                Formula.share(ranks, -counts[0], total),
+                over(times(Whole(ranks), Value(-counts[0])), Value(total)),
+                -r.scale_factors[0],
+            ),
+            (
+                Formula.product(-means[0], means[-1]),
+                times(Value(-means[0]), Value(means[-1])),
+                -means[0] * means[-1],
+            ),
+        ]
+        printer = Printer()
+        for flat, tree, result in cases:
+            whole = Formula(tree)
+            assert whole.render(whole.texts(6)) == flat.render(flat.texts(6))
+            assert whole.wrapped == flat.wrapped
+            expected = written(tree, result, most=60)
+            assert write(flat, result, most=60, printer=printer) == expected
+            assert write(flat, result, most=60) == expected
+
+
+def test_lines_are_written_from_the_trees() -> None:
+    """``worked.lines`` (flat shapes, one shared Printer) says what the trees say."""
+    rng = random.Random(12)
+    for _ in range(200):
+        r = means_result(rng)
+        lines = worked.lines(r)
+        total = sum((Fraction(n) for n in r.counts), Fraction(0))
+        g = r.agreement.counted
+        tree = over(
+            plus(*(times(Value(n), Value(m)) for n, m in zip(r.counts, r.means, strict=True))),
+            Value(total),
+        )
+        assert lines.g == str(written(tree, g, most=60))
+        for n, factor, line in zip(r.counts, r.scale_factors, lines.factors, strict=True):
+            share = over(times(Whole(r.P), Value(n)), Value(total))
+            assert line == str(written(share, factor, most=60))
+
+
+@pytest.mark.parametrize(
+    ("expr", "result", "line"),
+    [
+        # The result may not print like an operand it is not (1 + 10⁻⁹ is no "1")...
+        (plus(Value(1.0), Value(1e-9)), 1.000000001, "1 + 1×10⁻⁹ = 1.000000001"),
+        # ...but it may when it is that operand, or rounds to it where the sum holds.
+        (plus(Value(2.0), Value(0.0)), 2.0, "2 + 0 = 2"),
+        (plus(Value(2.0), Value(1e-12)), 2.0, "2 + 1×10⁻¹² = 2"),
+    ],
+)
+def test_a_result_prints_like_an_operand_only_when_it_is_one(
+    expr: Expr, result: float, line: str
+) -> None:
+    assert str(written(expr, result)) == line
