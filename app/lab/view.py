@@ -4,16 +4,26 @@ Templates only place these strings; every number on the lab is formatted here.
 """
 
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from functools import lru_cache
 from typing import cast
 
 from app.engine import GradientResult, RingCost, Trajectory
 from app.lab.pictures import NumberLine, number_line
 from app.lab.scale import nice_ceiling
 from app.lab.state import MAX_RANKS, GradientRequest, RingRequest
-from app.lab.worked import Lines, column, figures, lines, path_words, ring_words, verdict
+from app.lab.worked import (
+    Lines,
+    PathWords,
+    column,
+    figures,
+    lines,
+    path_words,
+    ring_words,
+    verdict,
+)
 from app.numbers import fmt, minus_signs
 
 ITEMS_SHOWN = 12
@@ -492,33 +502,61 @@ class Box:
         )
 
 
-def _dense(track: Sequence[tuple[float, float]], spacing: float = 3.0) -> list[tuple[float, float]]:
-    """Points along a polyline no further apart (in x) than ``spacing``."""
-    dense = list(track[:1])
-    for (xa, ya), (xb, yb) in pairwise(track):
-        parts = max(1, math.ceil((xb - xa) / spacing))
-        dense += [
-            (xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts) for t in range(1, parts + 1)
-        ]
-    return dense
+# A curve is tested at points along it no further apart (in x) than this.
+SPACING = 3.0
+
+
+def _dense(
+    xa: float, ya: float, xb: float, yb: float, spacing: float = SPACING
+) -> list[tuple[float, float]]:
+    """The points tested along one segment of a curve, its start excluded: evenly spaced, no
+    further apart (in x) than ``spacing``, the last one at (about) its end."""
+    parts = max(1, math.ceil((xb - xa) / spacing))
+    return [(xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts) for t in range(1, parts + 1)]
+
+
+Track = tuple[Sequence[float], Sequence[float]]
+
+
+def _crosses(box: Box, track: Track) -> bool:
+    """Whether a tested point of the curve ``track`` (its xs, left to right, and its ys) lies in
+    ``box`` or within 2 units of it: the curve's start and each segment's ``_dense`` points.
+
+    Only the segments whose own bounding box comes near ``box`` are densified; the rest hold
+    no point that could count, so the answer is the one testing every point gives."""
+    xs, ys = track
+    left, right = box.x0 - 2, box.x1 + 2
+    top, bottom = box.top - 2, box.bottom + 2
+    if box.holds(xs[0], ys[0]):
+        return True
+    # Segments k (from point k to k + 1) that reach [left, right], with a unit to spare.
+    first = max(0, bisect_left(xs, left - 1) - 1)
+    last = min(len(xs) - 1, bisect_right(xs, right + 1))
+    for k in range(first, last):
+        xa, xb, ya, yb = xs[k], xs[k + 1], ys[k], ys[k + 1]
+        if (ya < top - 1 and yb < top - 1) or (ya > bottom + 1 and yb > bottom + 1):
+            continue
+        if any(box.holds(x, y) for x, y in _dense(xa, ya, xb, yb)):
+            return True
+    return False
 
 
 def place_label(
     text: str,
     guide_y: float,
     start_y: float,
-    tracks: Sequence[Sequence[tuple[float, float]]],
+    tracks: Sequence[Track],
     guide_ys: Sequence[float],
     placed: Sequence[Box],
 ) -> Box:
     """Where a fixed point's label goes: beside its guide, clear of both curves, the other
     guide and the labels already placed. Tried in order: the side of the guide away from the
     start value (where its own curve never goes), at the left, middle and right of the plot;
-    then the other side; then the margin above the plot."""
+    then the other side; then the margin above the plot. A curve is each of ``tracks``:
+    its xs (left to right) and ys."""
     width = len(text) * CHAR_WIDTH
     below, above = guide_y + 15, guide_y - 5
     sides = (below, above) if start_y <= guide_y else (above, below)
-    points = [point for track in tracks for point in _dense(track)]
     candidates = [
         Box(x0, x0 + width, min(max(baseline, TOP + 11), BOTTOM - 3))
         for baseline in sides
@@ -531,39 +569,52 @@ def place_label(
         crossed = any(box.top - 1 <= y <= box.bottom + 1 for y in guide_ys)
         if crossed or any(box.meets(other) for other in placed):
             continue
-        if not any(box.holds(x, y) for x, y in points):
+        if not any(_crosses(box, track) for track in tracks):
             return box
     return candidates[0]
 
 
-def trajectory_chart(path: Trajectory) -> LineChart:
+@lru_cache(maxsize=16)
+def _step_axis(steps: int) -> tuple[tuple[float, ...], tuple[str, ...], str]:
+    """Each step's x and its text, and a curve's ``points`` with ``%s`` for each step's y: the
+    same for every run of ``steps`` steps (geometry, not a result)."""
+    xs = tuple(_x_step(k, steps) for k in range(steps + 1))
+    texts = tuple(_n(x) for x in xs)
+    return xs, texts, " ".join(f"{x},%s" for x in texts)
+
+
+def _coordinates(values: Sequence[float]) -> list[str]:
+    """``_n`` of each value."""
+    return [f"{v:.2f}".rstrip("0").rstrip(".") for v in values]
+
+
+GUIDE_FROM, GUIDE_TO = _n(LEFT), _n(RIGHT)
+
+
+def trajectory_chart(path: Trajectory, words: PathWords | None = None) -> LineChart:
     """w over the SGD steps under both schemes, with each scheme's fixed point as a guide."""
+    words = words or path_words(path)
     fixed = (path.fixed_point_global, path.fixed_point_rank_mean)
     values = (*path.w_global, *path.w_rank_mean, *fixed)
     low, high, step = nice_range(min(values), max(values))
-
-    def points(ws: Sequence[float]) -> str:
-        return " ".join(
-            f"{_n(_x_step(k, path.steps))},{_n(_y(v, low, high))}" for k, v in enumerate(ws)
-        )
-
+    span = high - low or 1.0
+    ys = [BOTTOM - (v - low) / span * (BOTTOM - TOP) for v in values]  # _y of each value
+    texts = _coordinates(ys)
+    xs, x_texts, template = _step_axis(path.steps)
+    n = path.steps + 1
     lines = (
-        Line(points(path.w_global), "global", "global item mean"),
-        Line(points(path.w_rank_mean), "rank-mean", "plain rank mean"),
+        Line(template % tuple(texts[:n]), "global", "global item mean"),
+        Line(template % tuple(texts[n : 2 * n]), "rank-mean", "plain rank mean"),
     )
     guides = tuple(
-        Line(f"{_n(LEFT)},{_n(_y(v, low, high))} {_n(RIGHT)},{_n(_y(v, low, high))}", kind, "")
-        for v, kind in zip(fixed, ("global", "rank-mean"), strict=True)
+        Line(f"{GUIDE_FROM},{y} {GUIDE_TO},{y}", kind, "")
+        for y, kind in zip(texts[2 * n :], ("global", "rank-mean"), strict=True)
     )
-    tracks = [
-        [(_x_step(k, path.steps), _y(v, low, high)) for k, v in enumerate(ws)]
-        for ws in (path.w_global, path.w_rank_mean)
-    ]
-    guide_ys = [_y(v, low, high) for v in fixed]
-    start_y = _y(path.w_global[0], low, high)
+    tracks = ((xs, ys[:n]), (xs, ys[n : 2 * n]))
+    guide_ys = ys[2 * n :]
+    start_y = ys[0]
     placed: list[Box] = []
     labels = []
-    words = path_words(path)
     for kind, text, guide_y in zip(
         ("global", "rank-mean"),
         (words.global_course.label, words.rank_mean_course.label),
@@ -577,7 +628,7 @@ def trajectory_chart(path: Trajectory) -> LineChart:
     middle = path.steps // 2
     # The last step label ends at the right edge of the plot, so it is never cut off.
     step_ticks = tuple(
-        Tick(_n(_x_step(k, path.steps)), str(k), "end" if k == path.steps and k else "middle")
+        Tick(x_texts[k], str(k), "end" if k == path.steps and k else "middle")
         for k in sorted({0, middle, path.steps})
     )
     return LineChart(
@@ -607,7 +658,7 @@ def trajectory_view(path: Trajectory) -> TrajectoryView:
         final_rank_mean=words.final_rank_mean,
         loss_final_global=words.loss_final_global,
         loss_final_rank_mean=words.loss_final_rank_mean,
-        chart=trajectory_chart(path),
+        chart=trajectory_chart(path, words),
         warnings=tuple(minus_signs(text) for text in path.warnings),
     )
 
