@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import cast
 
+import numpy as np
+from numpy.typing import NDArray
+
 from app.engine import GradientResult, RingCost, Trajectory
 from app.lab.pictures import NumberLine, number_line
 from app.lab.scale import nice_ceiling
@@ -27,6 +30,7 @@ from app.lab.worked import (
 from app.numbers import fmt, minus_signs
 
 ITEMS_SHOWN = 12
+FloatArray = NDArray[np.float64]
 
 
 def plural(count: int, word: str) -> str:
@@ -518,26 +522,31 @@ def _dense(
 Track = tuple[Sequence[float], Sequence[float]]
 
 
-def _crosses(box: Box, track: Track) -> bool:
-    """Whether a tested point of the curve ``track`` (its xs, left to right, and its ys) lies in
-    ``box`` or within 2 units of it: the curve's start and each segment's ``_dense`` points.
+def _crosses(left: float, right: float, top: float, bottom: float, track: Track) -> bool:
+    """Whether a tested point of the curve ``track`` (its xs, left to right, and its ys) has
+    ``left <= x <= right`` and ``top <= y <= bottom``: its start or a segment's ``_dense`` point.
 
-    Only the segments whose own bounding box comes near ``box`` are densified; the rest hold
-    no point that could count, so the answer is the one testing every point gives."""
+    Only segments whose own bounding box comes near the rectangle are densified; the others
+    hold no such point, so the answer is the one testing every point gives."""
     xs, ys = track
-    left, right = box.x0 - 2, box.x1 + 2
-    top, bottom = box.top - 2, box.bottom + 2
-    if box.holds(xs[0], ys[0]):
+    if left <= xs[0] <= right and top <= ys[0] <= bottom:
         return True
     # Segments k (from point k to k + 1) that reach [left, right], with a unit to spare.
     first = max(0, bisect_left(xs, left - 1) - 1)
     last = min(len(xs) - 1, bisect_right(xs, right + 1))
+    if first >= last:
+        return False
+    near = ys[first : last + 1]
+    low, high = top - 1, bottom + 1
+    if max(near) < low or min(near) > high:
+        return False
     for k in range(first, last):
-        xa, xb, ya, yb = xs[k], xs[k + 1], ys[k], ys[k + 1]
-        if (ya < top - 1 and yb < top - 1) or (ya > bottom + 1 and yb > bottom + 1):
+        ya, yb = ys[k], ys[k + 1]
+        if (ya < low and yb < low) or (ya > high and yb > high):
             continue
-        if any(box.holds(x, y) for x, y in _dense(xa, ya, xb, yb)):
-            return True
+        for x, y in _dense(xs[k], ya, xs[k + 1], yb):
+            if left <= x <= right and top <= y <= bottom:
+                return True
     return False
 
 
@@ -553,25 +562,31 @@ def place_label(
     guide and the labels already placed. Tried in order: the side of the guide away from the
     start value (where its own curve never goes), at the left, middle and right of the plot;
     then the other side; then the margin above the plot. A curve is each of ``tracks``:
-    its xs (left to right) and ys."""
+    its xs (left to right) and ys; it is clear of a box when ``box.holds`` no tested point."""
     width = len(text) * CHAR_WIDTH
     below, above = guide_y + 15, guide_y - 5
     sides = (below, above) if start_y <= guide_y else (above, below)
+    # Each candidate as (x0, x1, baseline) of its Box.
     candidates = [
-        Box(x0, x0 + width, min(max(baseline, TOP + 11), BOTTOM - 3))
+        (x0, x0 + width, min(max(baseline, TOP + 11), BOTTOM - 3))
         for baseline in sides
         for x0 in (LEFT + 6, LEFT + (RIGHT - LEFT - width) / 2, RIGHT - width - 2)
     ]
     # Last resort (curves everywhere, e.g. an oscillating run): the margin above the plot,
     # where no curve goes, told apart by colour.
-    candidates += [Box(x0, x0 + width, TOP - 8) for x0 in (LEFT, RIGHT - width)]
-    for box in candidates:
-        crossed = any(box.top - 1 <= y <= box.bottom + 1 for y in guide_ys)
-        if crossed or any(box.meets(other) for other in placed):
+    candidates += [(x0, x0 + width, TOP - 8) for x0 in (LEFT, RIGHT - width)]
+    for x0, x1, baseline in candidates:
+        top, bottom = baseline - 11, baseline + 3  # Box.top and Box.bottom
+        if any(top - 1 <= y <= bottom + 1 for y in guide_ys):
             continue
-        if not any(_crosses(box, track) for track in tracks):
-            return box
-    return candidates[0]
+        if any(
+            not (x1 < other.x0 or other.x1 < x0 or bottom < other.top or other.bottom < top)
+            for other in placed
+        ):
+            continue  # it meets a label already placed
+        if not any(_crosses(x0 - 2, x1 + 2, top - 2, bottom + 2, track) for track in tracks):
+            return Box(x0, x1, baseline)
+    return Box(*candidates[0])
 
 
 @lru_cache(maxsize=16)
@@ -583,9 +598,25 @@ def _step_axis(steps: int) -> tuple[tuple[float, ...], tuple[str, ...], str]:
     return xs, texts, " ".join(f"{x},%s" for x in texts)
 
 
-def _coordinates(values: Sequence[float]) -> list[str]:
-    """``_n`` of each value."""
-    return [f"{v:.2f}".rstrip("0").rstrip(".") for v in values]
+# ``_n`` of every hundredth a y coordinate can print as, 0 … HEIGHT: reading a curve's ys from
+# this table is several times quicker than formatting each float.
+Y_TEXTS = tuple(_n(hundredths / 100) for hundredths in range(round(HEIGHT * 100) + 1))
+
+
+def _coordinates(ys: FloatArray) -> list[str]:
+    """``_n`` of each y, read from ``Y_TEXTS`` when every y lies in 0 … HEIGHT. ``%.2f`` prints
+    the hundredth nearest to the float's exact value; ``rint(y · 100)`` is that hundredth unless
+    ``y · 100`` lies within 1e-9 of halfway (its own rounding is far smaller): those few (a
+    y such as 175.875 is exactly halfway) are formatted one by one."""
+    hundredths = ys * 100
+    nearest = np.rint(hundredths)
+    if not (ys.size and hundredths.min() >= 0 and nearest.max() < len(Y_TEXTS)):
+        return [_n(y) for y in ys.tolist()]
+    table = Y_TEXTS
+    texts = [table[k] for k in nearest.astype(np.intp).tolist()]
+    for k in np.flatnonzero(np.abs(hundredths - nearest) > 0.5 - 1e-9).tolist():
+        texts[k] = _n(float(ys[k]))
+    return texts
 
 
 GUIDE_FROM, GUIDE_TO = _n(LEFT), _n(RIGHT)
@@ -598,8 +629,10 @@ def trajectory_chart(path: Trajectory, words: PathWords | None = None) -> LineCh
     values = (*path.w_global, *path.w_rank_mean, *fixed)
     low, high, step = nice_range(min(values), max(values))
     span = high - low or 1.0
-    ys = [BOTTOM - (v - low) / span * (BOTTOM - TOP) for v in values]  # _y of each value
-    texts = _coordinates(ys)
+    # _y of each value, the same float operations on an array.
+    y_array = BOTTOM - (np.array(values, dtype=np.float64) - low) / span * (BOTTOM - TOP)
+    ys = y_array.tolist()
+    texts = _coordinates(y_array)
     xs, x_texts, template = _step_axis(path.steps)
     n = path.steps + 1
     lines = (
