@@ -506,47 +506,50 @@ class Box:
         )
 
 
-# A curve is tested at points along it no further apart (in x) than this.
+# A curve is tested at its start and, along each segment, at points evenly spaced no further
+# apart (in x) than this, the last at (about) the segment's end: for t = 1 … parts,
+# (xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts), parts = max(1, ⌈(xb - xa) / 3⌉).
 SPACING = 3.0
 
 
-def _dense(
-    xa: float, ya: float, xb: float, yb: float, spacing: float = SPACING
-) -> list[tuple[float, float]]:
-    """The points tested along one segment of a curve, its start excluded: evenly spaced, no
-    further apart (in x) than ``spacing``, the last one at (about) its end."""
-    parts = max(1, math.ceil((xb - xa) / spacing))
-    return [(xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts) for t in range(1, parts + 1)]
+def _crosses(
+    left: float,
+    right: float,
+    top: float,
+    bottom: float,
+    xs: Sequence[float],
+    curves: Sequence[Sequence[float]],
+) -> bool:
+    """Whether a tested point of a curve (its ys at ``xs``, left to right) has
+    ``left <= x <= right`` and ``top <= y <= bottom``, the points ``SPACING`` describes.
 
-
-Track = tuple[Sequence[float], Sequence[float]]
-
-
-def _crosses(left: float, right: float, top: float, bottom: float, track: Track) -> bool:
-    """Whether a tested point of the curve ``track`` (its xs, left to right, and its ys) has
-    ``left <= x <= right`` and ``top <= y <= bottom``: its start or a segment's ``_dense`` point.
-
-    Only segments whose own bounding box comes near the rectangle are densified; the others
-    hold no such point, so the answer is the one testing every point gives."""
-    xs, ys = track
-    if left <= xs[0] <= right and top <= ys[0] <= bottom:
-        return True
+    Only segments whose own bounding box comes near the rectangle are walked; the others hold
+    no such point, so the answer is the one testing every point gives."""
     # Segments k (from point k to k + 1) that reach [left, right], with a unit to spare.
     first = max(0, bisect_left(xs, left - 1) - 1)
     last = min(len(xs) - 1, bisect_right(xs, right + 1))
-    if first >= last:
-        return False
-    near = ys[first : last + 1]
     low, high = top - 1, bottom + 1
-    if max(near) < low or min(near) > high:
-        return False
-    for k in range(first, last):
-        ya, yb = ys[k], ys[k + 1]
-        if (ya < low and yb < low) or (ya > high and yb > high):
+    start_inside = left <= xs[0] <= right
+    for ys in curves:
+        if start_inside and top <= ys[0] <= bottom:
+            return True
+        if first >= last:
             continue
-        for x, y in _dense(xs[k], ya, xs[k + 1], yb):
-            if left <= x <= right and top <= y <= bottom:
-                return True
+        near = ys[first : last + 1]
+        if max(near) < low or min(near) > high:
+            continue
+        for k in range(first, last):
+            ya, yb = ys[k], ys[k + 1]
+            if (ya < low and yb < low) or (ya > high and yb > high):
+                continue
+            xa, xb = xs[k], xs[k + 1]
+            parts = max(1, math.ceil((xb - xa) / SPACING))
+            for t in range(1, parts + 1):
+                if (
+                    top <= ya + (yb - ya) * t / parts <= bottom
+                    and left <= xa + (xb - xa) * t / parts <= right
+                ):
+                    return True
     return False
 
 
@@ -554,28 +557,29 @@ def place_label(
     text: str,
     guide_y: float,
     start_y: float,
-    tracks: Sequence[Track],
+    xs: Sequence[float],
+    curves: Sequence[Sequence[float]],
     guide_ys: Sequence[float],
     placed: Sequence[Box],
 ) -> Box:
     """Where a fixed point's label goes: beside its guide, clear of both curves, the other
     guide and the labels already placed. Tried in order: the side of the guide away from the
     start value (where its own curve never goes), at the left, middle and right of the plot;
-    then the other side; then the margin above the plot. A curve is each of ``tracks``:
-    its xs (left to right) and ys; it is clear of a box when ``box.holds`` no tested point."""
+    then the other side; then the margin above the plot. Each of ``curves`` is its ys at
+    ``xs`` (left to right); it is clear of a box when ``box.holds`` none of its tested points."""
     width = len(text) * CHAR_WIDTH
     below, above = guide_y + 15, guide_y - 5
     sides = (below, above) if start_y <= guide_y else (above, below)
-    # Each candidate as (x0, x1, baseline) of its Box.
+    lefts = (LEFT + 6, LEFT + (RIGHT - LEFT - width) / 2, RIGHT - width - 2)
+    # Each candidate as (x0, baseline) of its Box. Last resort (curves everywhere, e.g. an
+    # oscillating run): the margin above the plot, where no curve goes, told apart by colour.
     candidates = [
-        (x0, x0 + width, min(max(baseline, TOP + 11), BOTTOM - 3))
-        for baseline in sides
-        for x0 in (LEFT + 6, LEFT + (RIGHT - LEFT - width) / 2, RIGHT - width - 2)
+        *((x0, min(max(side, TOP + 11), BOTTOM - 3)) for side in sides for x0 in lefts),
+        (LEFT, TOP - 8),
+        (RIGHT - width, TOP - 8),
     ]
-    # Last resort (curves everywhere, e.g. an oscillating run): the margin above the plot,
-    # where no curve goes, told apart by colour.
-    candidates += [(x0, x0 + width, TOP - 8) for x0 in (LEFT, RIGHT - width)]
-    for x0, x1, baseline in candidates:
+    for x0, baseline in candidates:
+        x1 = x0 + width
         top, bottom = baseline - 11, baseline + 3  # Box.top and Box.bottom
         if any(top - 1 <= y <= bottom + 1 for y in guide_ys):
             continue
@@ -584,9 +588,10 @@ def place_label(
             for other in placed
         ):
             continue  # it meets a label already placed
-        if not any(_crosses(x0 - 2, x1 + 2, top - 2, bottom + 2, track) for track in tracks):
+        if not _crosses(x0 - 2, x1 + 2, top - 2, bottom + 2, xs, curves):  # as Box.holds
             return Box(x0, x1, baseline)
-    return Box(*candidates[0])
+    x0, baseline = candidates[0]
+    return Box(x0, x0 + width, baseline)
 
 
 @lru_cache(maxsize=16)
@@ -643,7 +648,7 @@ def trajectory_chart(path: Trajectory, words: PathWords | None = None) -> LineCh
         Line(f"{GUIDE_FROM},{y} {GUIDE_TO},{y}", kind, "")
         for y, kind in zip(texts[2 * n :], ("global", "rank-mean"), strict=True)
     )
-    tracks = ((xs, ys[:n]), (xs, ys[n : 2 * n]))
+    curves = (ys[:n], ys[n : 2 * n])
     guide_ys = ys[2 * n :]
     start_y = ys[0]
     placed: list[Box] = []
@@ -654,7 +659,7 @@ def trajectory_chart(path: Trajectory, words: PathWords | None = None) -> LineCh
         guide_ys,
         strict=True,
     ):
-        box = place_label(text, guide_y, start_y, tracks, guide_ys, placed)
+        box = place_label(text, guide_y, start_y, xs, curves, guide_ys, placed)
         placed.append(box)
         labels.append(GuideLabel(_n(box.x0), _n(box.baseline), text, kind))
     guide_labels = tuple(labels)
