@@ -116,28 +116,42 @@ def _rank_lists(
 def _plain_lists(
     targets: Sequence[Sequence[float]], weights: Sequence[Sequence[float]] | None
 ) -> tuple[list[list[float]], list[list[float]]] | None:
-    """The common case checked in one pass: lists of plain finite ints and floats, weights 0 or
-    normal floats, shapes matching. Then the same float lists as the full check; else None."""
-    if type(targets) is not list:
+    """The common case, checked in a few passes: lists of plain finite ints and floats, weights
+    0 or at least the smallest normal float, shapes matching. Then the same float lists the
+    full check gives; else None (and the full check decides, naming any fault)."""
+    if type(targets) is not list or not all(type(rank) is list for rank in targets):
         return None
-    if weights is not None and (type(weights) is not list or len(weights) != len(targets)):
+    flat = [x for rank in targets for x in rank]
+    kinds = _finite_kinds(flat)
+    if kinds is None:
         return None
-    ranks = [*targets, *(weights or ())]
-    if not all(type(rank) is list for rank in ranks):
-        return None
-    if not all(type(x) is float or type(x) is int for rank in ranks for x in rank):
-        return None
-    ys = [[float(x) for x in rank] for rank in targets]
-    if not all(math.isfinite(x) for y in ys for x in y):
-        return None
+    ys = [list(map(float, rank)) for rank in targets] if int in kinds else targets
     if weights is None:
         return ys, [[1.0] * len(y) for y in ys]
-    vs = [[float(x) for x in rank] for rank in weights]
-    if any(len(y) != len(v) for y, v in zip(ys, vs, strict=True)):
+    if type(weights) is not list or not all(type(rank) is list for rank in weights):
         return None
-    if not all(x == 0 or SMALLEST_COUNT <= x < math.inf for v in vs for x in v):
+    if list(map(len, weights)) != list(map(len, targets)):
         return None
+    flat = [x for rank in weights for x in rank]
+    kinds = _finite_kinds(flat)
+    if kinds is None or (flat and min(flat) < 0):
+        return None
+    if min(filter(None, flat), default=SMALLEST_COUNT) < SMALLEST_COUNT:
+        return None  # a positive weight below the smallest normal float
+    vs = [list(map(float, rank)) for rank in weights] if int in kinds else weights
     return ys, vs
+
+
+def _finite_kinds(values: list[float]) -> set[type] | None:
+    """The types of ``values`` when each is a plain int or float (not a bool) and their sum is
+    finite (so each is); else None."""
+    kinds = set(map(type, values))
+    if not kinds <= {float, int}:
+        return None
+    try:
+        return kinds if math.isfinite(sum(values)) else None
+    except OverflowError:  # an int past the float range
+        return None
 
 
 def _refuse(
@@ -152,9 +166,12 @@ def _rank_sums(
 ) -> tuple[list[float], list[float], float]:
     """Per rank ``Σ weight`` and ``Σ weight·y`` (each added in item order from 0.0, as
     ``np.bincount`` adds them) and ``N``, the counts' sum as NumPy's ``sum`` gives it."""
-    if sum(map(len, ys)) <= FEW_ITEMS:
-        counts: list[float] = []
-        sums: list[float] = []
+    sizes = list(map(len, ys))
+    if set(sizes) == {1}:  # one item per rank: a rank of the counts-and-means form
+        counts = [0.0 + v[0] for v in vs]
+        sums = [0.0 + v[0] * y[0] for y, v in zip(ys, vs, strict=True)]
+    elif sum(sizes) <= FEW_ITEMS:
+        counts, sums = [], []
         for y, v in zip(ys, vs, strict=True):
             count = total_y = 0.0
             for item_y, weight in zip(y, v, strict=True):
@@ -163,16 +180,15 @@ def _rank_sums(
             counts.append(count)
             sums.append(total_y)
     else:
-        sizes = [len(y) for y in ys]
         rank_of = np.repeat(np.arange(len(ys)), sizes)
         item_weights = np.array([x for v in vs for x in v], dtype=np.float64)
         item_ys = np.array([x for y in ys for x in y], dtype=np.float64)
         counts = np.bincount(rank_of, weights=item_weights, minlength=len(ys)).tolist()
         sums = np.bincount(rank_of, weights=item_weights * item_ys, minlength=len(ys)).tolist()
-    # Whole counts below 2**53 add exactly in any order; other counts keep NumPy's pairwise sum.
-    if all(n.is_integer() for n in counts) and sum(map(int, counts)) <= 2**53:
-        total = float(sum(map(int, counts)))
-    else:
+    # Whole counts add exactly in any order while every partial sum stays below 2**53 (counts
+    # are >= 0, so a float total below 2**53 says so); other counts keep NumPy's pairwise sum.
+    total = sum(counts)
+    if not (total < 2**53 and all(map(float.is_integer, counts))):
         total = float(np.sum(np.array(counts, dtype=np.float64)))
     return counts, sums, total
 
@@ -189,8 +205,8 @@ def _fixed_points(counts: list[float], sums: list[float]) -> tuple[float, float,
     """The schemes' fixed points from the exact per-rank sums, each the float nearest to its
     exact value: the weighted item mean ``Σ sums / Σ counts``, and the plain mean of the
     occupied ranks' means ``sumᵣ / countᵣ``; and how many ranks are occupied."""
-    exact_counts = [n.as_integer_ratio() for n in counts]
-    exact_sums = [v.as_integer_ratio() for v in sums]
+    exact_sums = list(map(float.as_integer_ratio, sums))
+    exact_counts = list(map(float.as_integer_ratio, counts))
     count_top, count_bottom = _ratio_sum(exact_counts)
     sum_top, sum_bottom = _ratio_sum(exact_sums)
     fixed_global = _nearest(sum_top * count_bottom, sum_bottom * count_top)
@@ -280,8 +296,9 @@ def trajectory(
     if total == 0:
         require_items(ranked_items(targets, weights), total)
     # Exact arithmetic needs finite inputs: sums past the float range are refused first.
-    finite_results("weights" if weights is not None else "targets", counts=counts)
-    finite_results("targets", sums=sums)
+    if not (all(map(math.isfinite, counts)) and all(map(math.isfinite, sums))):
+        finite_results("weights" if weights is not None else "targets", counts=counts)
+        finite_results("targets", sums=sums)
     # Each scheme is the affine map w ← f + c·(w - f) (f its fixed point, c its contraction);
     # f and c come from the exact values of the per-rank sums, so two schemes that are the same
     # computation (one rank, equal counts, equal rank means) take exactly the same path.
@@ -290,7 +307,8 @@ def trajectory(
     ranks = len(ys)
     contraction_global = _nearest(unit - rate, unit)
     contraction_rank_mean = _nearest(unit * ranks - rate * occupied, unit * ranks)
-    finite_results("targets", fixed_point_global=fixed_global, fixed_point=fixed_rank_mean)
+    if not (math.isfinite(fixed_global) and math.isfinite(fixed_rank_mean)):
+        finite_results("targets", fixed_point_global=fixed_global, fixed_point=fixed_rank_mean)
     warnings = [
         text
         for text in (
@@ -322,16 +340,17 @@ def trajectory(
     losses = _losses(ys, vs, total, [*path_global, *path_rank_mean, fixed_global, fixed_rank_mean])
     loss_global, loss_rank_mean = tuple(losses[:taken]), tuple(losses[taken : 2 * taken])
     loss_minimum, loss_at_rank_fixed = losses[-2], losses[-1]
-    finite_results(
-        "targets",
-        loss_global=loss_global,
-        loss_rank_mean=loss_rank_mean,
-        loss_minimum=loss_minimum,
-        loss_at_rank_mean_fixed_point=loss_at_rank_fixed,
-        fixed_point_global=fixed_global,
-        fixed_point_rank_mean=fixed_rank_mean,
-        contraction_rank_mean=contraction_rank_mean,
-    )
+    if not all(map(math.isfinite, losses)):  # the fixed points and factors are finite
+        finite_results(
+            "targets",
+            loss_global=loss_global,
+            loss_rank_mean=loss_rank_mean,
+            loss_minimum=loss_minimum,
+            loss_at_rank_mean_fixed_point=loss_at_rank_fixed,
+            fixed_point_global=fixed_global,
+            fixed_point_rank_mean=fixed_rank_mean,
+            contraction_rank_mean=contraction_rank_mean,
+        )
     return Trajectory(
         steps=taken - 1,
         requested_steps=requested,
