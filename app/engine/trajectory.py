@@ -82,6 +82,7 @@ FEW_ITEMS = 64
 # Losses are scored in blocks of about this many entries (points by items), so 1001 points of
 # 10,000 items never build one 80 MB matrix.
 LOSS_BLOCK = 1 << 16
+VECDOT = getattr(np, "vecdot", None)  # NumPy 2.0 and later
 
 
 def _rank_lists(
@@ -248,7 +249,8 @@ def _losses(
     """``L(w) = Σ weight·½(w - y)² / N`` at each point.
 
     Each row's weighted sum is ``np.vecdot``: per row the same dot product (BLAS ``ddot``)
-    that ``np.dot`` takes, so every loss is the float one ``np.dot`` per point gives.
+    that ``np.dot`` takes, so every loss is the float one ``np.dot`` per point gives (NumPy
+    before 2.0 has no ``vecdot``: there it is ``np.dot`` row by row).
     """
     y = np.array([x for rank in ys for x in rank], dtype=np.float64)
     weight = np.array([x for rank in vs for x in rank], dtype=np.float64)
@@ -257,7 +259,10 @@ def _losses(
     losses: list[float] = []
     for first in range(0, at.size, rows):
         block = 0.5 * (at[first : first + rows, None] - y) ** 2
-        losses += (np.vecdot(block, weight) / total).tolist()
+        if VECDOT is None:
+            losses += [float(np.dot(weight, row) / total) for row in block]
+        else:
+            losses += (VECDOT(block, weight) / total).tolist()
     return losses
 
 
