@@ -195,10 +195,9 @@ def _item_list(values: Sequence[float]) -> str:
 
 
 def _rank_rows(
-    result: GradientResult, state: GradientRequest, worked: Lines
+    result: GradientResult, state: GradientRequest, worked: Lines, counts: tuple[str, ...]
 ) -> tuple[RankRow, ...]:
     rows = []
-    counts = column(result.counts)
     means = column(result.means)
     factors = column(result.scale_factors, exact=True)
     compensated = column(result.compensated_means)
@@ -237,6 +236,7 @@ def lab_view(
     """The results fragment's view of one engine result (and, in the items form, a trajectory)."""
     shown = figures(result)
     worked = lines(result)
+    counts = column(result.counts)
     return LabView(
         mode="items" if state.targets is not None else "means",
         N=shown.N,
@@ -254,9 +254,9 @@ def lab_view(
         difference_formula=worked.difference,
         agree=result.agreement.agree,
         verdict=verdict(result),
-        ranks=_rank_rows(result, state, worked),
+        ranks=_rank_rows(result, state, worked, counts),
         warnings=tuple(minus_signs(text) for text in result.warnings),
-        counts_chart=counts_chart(result),
+        counts_chart=counts_chart(result, counts),
         influence_chart=influence_chart(result),
         trajectory=trajectory_view(path) if path is not None else None,
         number_line=number_line(result, fmt),
@@ -392,12 +392,16 @@ class BarLayout:
 BAR_LAYOUTS = {ranks: BarLayout.of(ranks) for ranks in range(1, MAX_RANKS + 1)}
 
 
-def counts_chart(result: GradientResult) -> BarChart:
-    """Bars of the valid-item count nᵣ per rank, each with its count above it where it fits."""
+def counts_chart(result: GradientResult, shown: tuple[str, ...] | None = None) -> BarChart:
+    """Bars of the valid-item count nᵣ per rank, each with its count above it where it fits.
+
+    ``shown``: the counts as the table prints them (``column(result.counts)``), if at hand.
+    """
     layout = BAR_LAYOUTS[result.P]
     top = nice_ceiling(max(result.counts))
     series = layout.counts.series("count", result.counts, top)
-    shown = column(result.counts)
+    if shown is None:
+        shown = column(result.counts)
     listed = ", ".join(f"rank {r} {c}" for r, c in enumerate(shown))
     return BarChart(
         title="Valid items per rank",
