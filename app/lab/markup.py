@@ -3,12 +3,14 @@
 A template loop costs a Jinja attribute lookup and a yield per value, and the lab fragment shows
 some 600 values in per-rank rows and chart elements: written here they cost a fifth of that.
 The templates keep everything around them (figures, captions, frames), and call these as
-filters. Each filter writes exactly what the template loop it replaced wrote; the text comes
-from the view model (``app.lab.view``, ``app.lab.pictures``), free of HTML's special characters
-(tests/test_lab_view.py), and is escaped here only where the template escaped it.
+filters. Each filter writes exactly what the template loop it replaced wrote (tests/
+test_lab_markup.py renders those loops and compares): the text comes from the view model
+(``app.lab.view``, ``app.lab.pictures``), free of HTML's special characters
+(tests/test_lab_view.py), so none is escaped; the number line's loop escaped its text, and the
+comparison holds there too (its ticks, marks and dot titles hold no apostrophe either).
 """
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from app.lab.pictures import NumberLine
 from app.lab.view import BarChart, LineChart, RankRow
@@ -89,20 +91,20 @@ def number_line_elements(line: NumberLine) -> Markup:
     """The number line's ticks, its two markers (g and the rank mean) and one dot per rank."""
     parts = [
         f'\n    <text class="chart-tick" x="{at}" y="{line.tick_y}" text-anchor="middle">'
-        f"{escape(label)}</text>"
+        f"{label}</text>"
         for at, label in line.ticks
     ]
     parts += [
         f'\n    <line class="chart-marker chart-{m.kind}" x1="{m.x}" x2="{m.x}" y1="26" y2="128">'
         "</line>"
         f'\n    <text class="chart-marker-label chart-{m.kind}" x="{m.label_x}" y="{m.label_y}"'
-        f' text-anchor="{m.anchor}">{escape(m.label)}</text>'
+        f' text-anchor="{m.anchor}">{m.label}</text>'
         for m in line.markers
     ]
     axis_y = line.axis_y
     parts += [
         f'\n    <circle class="chart-dot{" chart-dot-empty" if dot.empty else ""}" cx="{dot.cx}"'
-        f' cy="{axis_y}" r="{dot.r}"><title>{escape(dot.title)}</title></circle>'
+        f' cy="{axis_y}" r="{dot.r}"><title>{dot.title}</title></circle>'
         f'\n    <text class="chart-dot-label" x="{dot.cx}" y="{dot.label_y}"'
         f' text-anchor="middle">{dot.label}</text>'
         for dot in line.dots
