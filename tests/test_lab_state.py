@@ -5,15 +5,20 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from app.engine import EngineError
 from app.lab.compute import GradientResponse, compute, engine_error_detail
 from app.lab.state import (
     LESSON_EXAMPLES,
+    MAX_ECHO_DEPTH,
     MAX_ITEMS,
     MAX_RANKS,
+    NON_FINITE_MARKERS,
     GradientRequest,
+    _json_safe,
 )
 
 
@@ -141,3 +146,33 @@ def test_compute_raises_engine_error_for_no_valid_items() -> None:
     (detail,) = engine_error_detail(caught.value)
     assert detail["loc"] == ["body", "counts"]
     assert detail["msg"] == "counts: no valid items in this update"
+
+
+def _json_safe_reference(value: Any, depth: int = 0) -> Any:
+    """``state._json_safe`` without its shortcut for lists of finite floats."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return NON_FINITE_MARKERS[repr(value)]
+    if isinstance(value, list | dict) and depth >= MAX_ECHO_DEPTH:
+        return "(nested too deeply)"
+    if isinstance(value, list):
+        return [_json_safe_reference(item, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {key: _json_safe_reference(item, depth + 1) for key, item in value.items()}
+    return value
+
+
+_leaves = st.one_of(
+    st.floats(), st.sampled_from([1e308, -0.0, 3, "x", True, None]), st.integers(-5, 5)
+)
+_bodies = st.recursive(
+    _leaves,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=2), inner),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_bodies)
+def test_json_safe_shortcut_answers_as_the_walk(body: Any) -> None:
+    assert repr(_json_safe(body)) == repr(_json_safe_reference(body))
+    assert repr(_json_safe([body] * 3)) == repr(_json_safe_reference([body] * 3))

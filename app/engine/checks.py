@@ -15,6 +15,7 @@ FloatArray = NDArray[np.float64]
 # A positive count or weight below the smallest normal float (a subnormal, e.g. 5e-324) would
 # make 1/N or 1/(P·nᵣ) overflow: such values are refused, the same in every form and endpoint.
 SMALLEST_COUNT = sys.float_info.min
+FLOATS_ONLY = frozenset({float})
 Params = ParamSpec("Params")
 Result = TypeVar("Result")
 
@@ -60,17 +61,27 @@ def finite_floats(
     ``where`` locates the list inside the field for the message, e.g. ``"[1]"``.
     """
     name = f"{field}{where}"
-    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
-        raise EngineError(field, f"{name} must be a list of numbers")
-    for value in values:
-        if not is_number(value):
-            raise EngineError(field, f"{name} must hold numbers only, got {value!r}")
-    floats = [float(value) for value in values]
-    if not all(map(math.isfinite, floats)):
+    if type(values) is list and FLOATS_ONLY.issuperset(map(type, values)):
+        # The common case (a parsed query, a JSON list of decimals): plain floats already.
+        floats = values.copy()
+    else:
+        if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+            raise EngineError(field, f"{name} must be a list of numbers")
+        for value in values:
+            if not is_number(value):
+                raise EngineError(field, f"{name} must hold numbers only, got {value!r}")
+        floats = [float(value) for value in values]
+    # A sum of finite floats is finite unless it overflows; any inf or NaN makes it inf or NaN.
+    if not math.isfinite(sum(floats)) and not all(map(math.isfinite, floats)):
         raise EngineError(field, f"{name} must hold finite numbers only")
-    if non_negative and floats and min(floats) < 0:
-        raise EngineError(field, f"{name} must not be negative, got {min(floats)!r}")
-    tiny = [i for i, x in enumerate(floats) if 0 < x < SMALLEST_COUNT] if non_negative else []
+    if not non_negative or not floats:
+        return floats
+    least = min(floats)
+    if least < 0:
+        raise EngineError(field, f"{name} must not be negative, got {least!r}")
+    if least >= SMALLEST_COUNT:
+        return floats
+    tiny = [i for i, x in enumerate(floats) if 0 < x < SMALLEST_COUNT]
     if tiny:
         index = tiny[0]
         raise EngineError(

@@ -2,21 +2,19 @@
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from fractions import Fraction
 
 import numpy as np
 
 from app.engine.checks import (
     FloatArray,
-    as_floats,
+    finite_floats,
     finite_results,
     finite_scalar,
-    finite_vector,
     quiet_overflow,
     ranked_items,
 )
 from app.engine.errors import EngineError, renamed_fields
-from app.engine.verdicts import Agreement, decide, exact_means, rank_weights, rounded
+from app.engine.verdicts import Agreement, rank_means, ratio_float
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +56,6 @@ def empty_warning(label: str, plain: str, divisor: str, given_mean: float = 0.0)
     return text
 
 
-@quiet_overflow
 def from_means(
     counts: Sequence[float], means: Sequence[float], *, eta: float, w: float
 ) -> GradientResult:
@@ -86,39 +83,43 @@ def from_means(
     """
     eta = finite_scalar("eta", eta, positive=True)
     w = finite_scalar("w", w)
-    n = finite_vector("counts", counts, non_negative=True)
-    given = finite_vector("means", means)
-    ranks = int(n.size)
+    n = finite_floats("counts", counts, non_negative=True)
+    given = finite_floats("means", means)
+    ranks = len(n)
     if ranks == 0:
         raise EngineError("counts", "counts must list at least one rank")
-    if given.size != ranks:
-        raise EngineError("means", f"means has {given.size} entries but counts has {ranks}")
-    total = float(n.sum())
-    if total == 0:
+    if len(given) != ranks:
+        raise EngineError("means", f"means has {len(given)} entries but counts has {ranks}")
+    if not any(n):
         raise EngineError("counts", "no valid items in this update")
-    empty = n == 0
-    mean = np.where(empty, 0.0, given)
-    warnings = [
-        empty_warning(f"rank {r}", "the plain rank mean", f"P = {ranks}", float(given[r]))
-        for r in np.flatnonzero(empty)
-    ]
+    # Plain floats, not NumPy: P is at most MAX_RANKS (64), and each operation below is the
+    # same IEEE operation NumPy would apply elementwise, at a fraction of its per-call cost.
+    mean = [0.0 if x == 0 else y for x, y in zip(n, given, strict=True)]
+    warnings = tuple(
+        empty_warning(f"rank {r}", "the plain rank mean", f"P = {ranks}", given[r])
+        for r, x in enumerate(n)
+        if x == 0
+    )
 
     # Both means, both steps and their difference from the inputs' exact values, rounded once:
     # when the two schemes are the same computation their difference is exactly 0.
-    exact = exact_means(n.tolist(), mean.tolist(), rank_weights(ranks))
-    agreement = decide(exact)
-    step, start = Fraction(eta), Fraction(w)
-    global_gradient = rounded(exact.counted)
-    rank_mean_gradient = rounded(exact.plain)
-    total = rounded(exact.total)
-    scale = ranks * n / total
-    compensated = scale * mean
-    w_new = rounded(start - step * exact.counted)
-    w_new_rank_mean = rounded(start - step * exact.plain)
-    w_new_difference = rounded(-step * exact.difference)
-    occupied = np.where(empty, 1.0, n)
-    influence_global = np.where(empty, 0.0, 1.0 / total)
-    influence_rank_mean = np.where(empty, 0.0, 1.0 / (ranks * occupied))
+    exact = rank_means(n, mean)
+    counted, plain = exact.counted, exact.plain
+    (w_top, w_den), (eta_top, eta_den) = w.as_integer_ratio(), eta.as_integer_ratio()
+    global_gradient = ratio_float(counted)
+    rank_mean_gradient = ratio_float(plain)
+    total = ratio_float(exact.total)
+    # w - η·a/b = (w_top·η_den·b - η_top·a·w_den) / (w_den·η_den·b)
+    w_new, w_new_rank_mean = (
+        ratio_float((w_top * eta_den * b - eta_top * a * w_den, w_den * eta_den * b))
+        for a, b in (counted, plain)
+    )
+    w_new_difference = ratio_float((-eta_top * exact.difference[0], eta_den * exact.difference[1]))
+    scale = [ranks * x / total for x in n]
+    compensated = [f * y for f, y in zip(scale, mean, strict=True)]
+    global_weight = 1.0 / total
+    influence_global = [0.0 if x == 0 else global_weight for x in n]
+    influence_rank_mean = [0.0 if x == 0 else 1.0 / (ranks * x) for x in n]
     finite_results(
         "means",
         global_gradient=global_gradient,
@@ -137,21 +138,21 @@ def from_means(
     return GradientResult(
         P=ranks,
         N=total,
-        counts=as_floats(n),
-        means=as_floats(mean),
+        counts=tuple(n),
+        means=tuple(mean),
         eta=eta,
         w=w,
         global_gradient=global_gradient,
         rank_mean_gradient=rank_mean_gradient,
-        scale_factors=as_floats(scale),
-        compensated_means=as_floats(compensated),
+        scale_factors=tuple(scale),
+        compensated_means=tuple(compensated),
         w_new=w_new,
         w_new_rank_mean=w_new_rank_mean,
         w_new_difference=w_new_difference,
-        influence_global=as_floats(influence_global),
-        influence_rank_mean=as_floats(influence_rank_mean),
-        warnings=tuple(warnings),
-        agreement=agreement,
+        influence_global=tuple(influence_global),
+        influence_rank_mean=tuple(influence_rank_mean),
+        warnings=warnings,
+        agreement=exact.agreement,
     )
 
 

@@ -1,13 +1,15 @@
 """K steps of scalar SGD under each reduction, scored by the unpartitioned objective."""
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
+from typing import NoReturn
 
 import numpy as np
 
 from app.engine.checks import (
-    as_floats,
+    SMALLEST_COUNT,
+    finite_floats,
     finite_results,
     finite_scalar,
     quiet_overflow,
@@ -15,7 +17,6 @@ from app.engine.checks import (
 )
 from app.engine.errors import EngineError
 from app.engine.gradient import require_items
-from app.engine.verdicts import rounded
 
 MAX_STEPS = 1000
 # Beyond this |w| a diverging run is stopped: the loss ½(w - y)² stays far inside the float range.
@@ -75,6 +76,196 @@ def _rate_warning(scheme: str, eta: float, factor: float, fixed_point: float) ->
     )
 
 
+# Up to this many items the per-rank sums run in plain Python (far quicker than building arrays);
+# beyond it NumPy's bincount. Both add each rank's items one by one from 0.0: the same floats.
+FEW_ITEMS = 64
+# Losses are scored in blocks of about this many entries (points by items), so 1001 points of
+# 10,000 items never build one 80 MB matrix.
+LOSS_BLOCK = 1 << 16
+VECDOT = getattr(np, "vecdot", None)  # NumPy 2.0 and later
+
+
+def _rank_lists(
+    targets: Sequence[Sequence[float]], weights: Sequence[Sequence[float]] | None
+) -> tuple[list[list[float]], list[list[float]]]:
+    """Per rank its targets and weights as float lists, checked as ``ranked_items`` checks
+    them (which raises the very same EngineError for a shape it refuses)."""
+    plain = _plain_lists(targets, weights)
+    if plain is not None:
+        return plain
+    if (
+        isinstance(targets, str | bytes)
+        or not isinstance(targets, Sequence)
+        or (weights is not None and len(weights) != len(targets))
+    ):
+        _refuse(targets, weights)
+    ys, vs = [], []
+    for index, rank_targets in enumerate(targets):
+        at = f"[{index}]"
+        y = finite_floats("targets", rank_targets, where=at)
+        if weights is None:
+            v = [1.0] * len(y)
+        else:
+            v = finite_floats("weights", weights[index], non_negative=True, where=at)
+            if len(v) != len(y):
+                _refuse(targets, weights)
+        ys.append(y)
+        vs.append(v)
+    return ys, vs
+
+
+def _plain_lists(
+    targets: Sequence[Sequence[float]], weights: Sequence[Sequence[float]] | None
+) -> tuple[list[list[float]], list[list[float]]] | None:
+    """The common case, checked in a few passes: lists of plain finite ints and floats, weights
+    0 or at least the smallest normal float, shapes matching. Then the same float lists the
+    full check gives; else None (and the full check decides, naming any fault)."""
+    if type(targets) is not list or not all(type(rank) is list for rank in targets):
+        return None
+    flat = [x for rank in targets for x in rank]
+    kinds = _finite_kinds(flat)
+    if kinds is None:
+        return None
+    ys = [list(map(float, rank)) for rank in targets] if int in kinds else targets
+    if weights is None:
+        return ys, [[1.0] * len(y) for y in ys]
+    if type(weights) is not list or not all(type(rank) is list for rank in weights):
+        return None
+    if list(map(len, weights)) != list(map(len, targets)):
+        return None
+    flat = [x for rank in weights for x in rank]
+    kinds = _finite_kinds(flat)
+    if kinds is None or (flat and min(flat) < 0):
+        return None
+    if min(filter(None, flat), default=SMALLEST_COUNT) < SMALLEST_COUNT:
+        return None  # a positive weight below the smallest normal float
+    vs = [list(map(float, rank)) for rank in weights] if int in kinds else weights
+    return ys, vs
+
+
+def _finite_kinds(values: list[float]) -> set[type] | None:
+    """The types of ``values`` when each is a plain int or float (not a bool) and their sum is
+    finite (so each is); else None."""
+    kinds = set(map(type, values))
+    if not kinds <= {float, int}:
+        return None
+    try:
+        return kinds if math.isfinite(sum(values)) else None
+    except OverflowError:  # an int past the float range
+        return None
+
+
+def _refuse(
+    targets: Sequence[Sequence[float]], weights: Sequence[Sequence[float]] | None
+) -> NoReturn:
+    ranked_items(targets, weights)
+    raise AssertionError("ranked_items accepted a shape the trajectory refused")
+
+
+def _rank_sums(
+    ys: list[list[float]], vs: list[list[float]]
+) -> tuple[list[float], list[float], float]:
+    """Per rank ``Σ weight`` and ``Σ weight·y`` (each added in item order from 0.0, as
+    ``np.bincount`` adds them) and ``N``, the counts' sum as NumPy's ``sum`` gives it."""
+    sizes = list(map(len, ys))
+    if set(sizes) == {1}:  # one item per rank: a rank of the counts-and-means form
+        counts = [0.0 + v[0] for v in vs]
+        sums = [0.0 + v[0] * y[0] for y, v in zip(ys, vs, strict=True)]
+    elif sum(sizes) <= FEW_ITEMS:
+        counts, sums = [], []
+        for y, v in zip(ys, vs, strict=True):
+            count = total_y = 0.0
+            for item_y, weight in zip(y, v, strict=True):
+                count += weight
+                total_y += weight * item_y
+            counts.append(count)
+            sums.append(total_y)
+    else:
+        rank_of = np.repeat(np.arange(len(ys)), sizes)
+        item_weights = np.array([x for v in vs for x in v], dtype=np.float64)
+        item_ys = np.array([x for y in ys for x in y], dtype=np.float64)
+        counts = np.bincount(rank_of, weights=item_weights, minlength=len(ys)).tolist()
+        sums = np.bincount(rank_of, weights=item_weights * item_ys, minlength=len(ys)).tolist()
+    # Whole counts add exactly in any order while every partial sum stays below 2**53 (counts
+    # are >= 0, so a float total below 2**53 says so); other counts keep NumPy's pairwise sum.
+    total = sum(counts)
+    if not (total < 2**53 and all(map(float.is_integer, counts))):
+        total = float(np.sum(np.array(counts, dtype=np.float64)))
+    return counts, sums, total
+
+
+def _ratio_sum(values: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """The exact sum of fractions ``(p, q)``, ``q > 0``, as one unreduced fraction."""
+    top, bottom = 0, 1
+    for p, q in values:
+        top, bottom = top * q + p * bottom, bottom * q
+    return top, bottom
+
+
+def _fixed_points(counts: list[float], sums: list[float]) -> tuple[float, float, int]:
+    """The schemes' fixed points from the exact per-rank sums, each the float nearest to its
+    exact value: the weighted item mean ``Σ sums / Σ counts``, and the plain mean of the
+    occupied ranks' means ``sumᵣ / countᵣ``; and how many ranks are occupied."""
+    exact_sums = list(map(float.as_integer_ratio, sums))
+    exact_counts = list(map(float.as_integer_ratio, counts))
+    count_top, count_bottom = _ratio_sum(exact_counts)
+    sum_top, sum_bottom = _ratio_sum(exact_sums)
+    fixed_global = _nearest(sum_top * count_bottom, sum_bottom * count_top)
+    rank_means = [
+        (p * n_bottom, q * n_top)
+        for (p, q), (n_top, n_bottom) in zip(exact_sums, exact_counts, strict=True)
+        if n_top
+    ]
+    mean_top, mean_bottom = _ratio_sum(rank_means)
+    fixed_rank_mean = _nearest(mean_top, mean_bottom * len(rank_means))
+    return fixed_global, fixed_rank_mean, len(rank_means)
+
+
+def _path(w: float, fixed: float, factor: float, steps: int) -> list[float]:
+    """``w`` and up to ``steps`` iterates of ``w ← f + c·(w - f)``, stopping before the first
+    iterate whose ``|w|`` passes ``W_LIMIT``."""
+    path = [w]
+    append = path.append
+    for _ in range(steps):
+        w = fixed + factor * (w - fixed)
+        if not abs(w) <= W_LIMIT:
+            break
+        append(w)
+    return path
+
+
+def _nearest(top: int, bottom: int) -> float:
+    """The float nearest to ``top / bottom`` (``bottom > 0``; int division rounds correctly,
+    as ``float(Fraction)`` does); beyond the float range ±inf, as ``verdicts.rounded`` gives."""
+    try:
+        return top / bottom
+    except OverflowError:
+        return math.inf if top > 0 else -math.inf
+
+
+def _losses(
+    ys: list[list[float]], vs: list[list[float]], total: float, points: list[float]
+) -> list[float]:
+    """``L(w) = Σ weight·½(w - y)² / N`` at each point.
+
+    Each row's weighted sum is ``np.vecdot``: per row the same dot product (BLAS ``ddot``)
+    that ``np.dot`` takes, so every loss is the float one ``np.dot`` per point gives (NumPy
+    before 2.0 has no ``vecdot``: there it is ``np.dot`` row by row).
+    """
+    y = np.array([x for rank in ys for x in rank], dtype=np.float64)
+    weight = np.array([x for rank in vs for x in rank], dtype=np.float64)
+    at = np.array(points, dtype=np.float64)
+    rows = max(1, LOSS_BLOCK // max(y.size, 1))
+    losses: list[float] = []
+    for first in range(0, at.size, rows):
+        block = 0.5 * (at[first : first + rows, None] - y) ** 2
+        if VECDOT is None:
+            losses += [float(np.dot(weight, row) / total) for row in block]
+        else:
+            losses += (VECDOT(block, weight) / total).tolist()
+    return losses
+
+
 @quiet_overflow
 def trajectory(
     targets: Sequence[Sequence[float]],
@@ -103,36 +294,26 @@ def trajectory(
     eta = finite_scalar("eta", eta, positive=True)
     w = finite_scalar("w", w)
     requested = _steps(steps)
-    pairs = ranked_items(targets, weights)
-    if not pairs:
+    ys, vs = _rank_lists(targets, weights)
+    if not ys:
         raise EngineError("targets", "targets must list at least one rank")
-    ranks = len(pairs)
-    y = np.concatenate([item_y for item_y, _ in pairs])
-    weight = np.concatenate([item_weight for _, item_weight in pairs])
-    rank_of = np.repeat(np.arange(ranks), [item_y.size for item_y, _ in pairs])
-    counts = np.bincount(rank_of, weights=weight, minlength=ranks)
-    total = float(counts.sum())
-    require_items(pairs, total)
-
-    def loss(at: float) -> float:
-        return float(np.dot(weight, 0.5 * (at - y) ** 2) / total)
-
+    counts, sums, total = _rank_sums(ys, vs)
+    if total == 0:
+        require_items(ranked_items(targets, weights), total)
+    # Exact arithmetic needs finite inputs: sums past the float range are refused first.
+    if not (all(map(math.isfinite, counts)) and all(map(math.isfinite, sums))):
+        finite_results("weights" if weights is not None else "targets", counts=counts)
+        finite_results("targets", sums=sums)
     # Each scheme is the affine map w ← f + c·(w - f) (f its fixed point, c its contraction);
     # f and c come from the exact values of the per-rank sums, so two schemes that are the same
     # computation (one rank, equal counts, equal rank means) take exactly the same path.
-    sums = np.bincount(rank_of, weights=weight * y, minlength=ranks)
-    # Exact arithmetic needs finite inputs: sums past the float range are refused first.
-    finite_results("weights" if weights is not None else "targets", counts=counts.astype(float))
-    finite_results("targets", sums=sums.astype(float))
-    exact_counts = [Fraction(float(n)) for n in counts]
-    exact_sums = [Fraction(float(v)) for v in sums]
-    rank_targets = [v / n for v, n in zip(exact_sums, exact_counts, strict=True) if n]
-    rate = Fraction(eta)
-    fixed_global = rounded(sum(exact_sums, Fraction(0)) / sum(exact_counts, Fraction(0)))
-    fixed_rank_mean = rounded(sum(rank_targets, Fraction(0)) / len(rank_targets))
-    contraction_global = rounded(1 - rate)
-    contraction_rank_mean = rounded(1 - rate * Fraction(len(rank_targets), ranks))
-    finite_results("targets", fixed_point_global=fixed_global, fixed_point=fixed_rank_mean)
+    fixed_global, fixed_rank_mean, occupied = _fixed_points(counts, sums)
+    rate, unit = eta.as_integer_ratio()
+    ranks = len(ys)
+    contraction_global = _nearest(unit - rate, unit)
+    contraction_rank_mean = _nearest(unit * ranks - rate * occupied, unit * ranks)
+    if not (math.isfinite(fixed_global) and math.isfinite(fixed_rank_mean)):
+        finite_results("targets", fixed_point_global=fixed_global, fixed_point=fixed_rank_mean)
     warnings = [
         text
         for text in (
@@ -142,51 +323,46 @@ def trajectory(
         if text
     ]
 
-    path_global, path_rank_mean = [w], [w]
-    diverged = False
-    for step in range(requested):
-        next_global = fixed_global + contraction_global * (path_global[-1] - fixed_global)
-        next_rank_mean = fixed_rank_mean + contraction_rank_mean * (
-            path_rank_mean[-1] - fixed_rank_mean
-        )
+    path_global = _path(w, fixed_global, contraction_global, requested)
+    path_rank_mean = _path(w, fixed_rank_mean, contraction_rank_mean, requested)
+    taken = min(len(path_global), len(path_rank_mean))
+    diverged = taken <= requested
+    if diverged:
+        # Both paths stop after the last step where neither |w| passed the limit.
         escaped = [
             name
-            for name, value in (("global", next_global), ("rank-mean", next_rank_mean))
-            if not abs(value) <= W_LIMIT
+            for name, path in (("global", path_global), ("rank-mean", path_rank_mean))
+            if len(path) == taken
         ]
-        if escaped:
-            diverged = True
-            schemes = " and ".join(escaped) + (" schemes" if len(escaped) > 1 else " scheme")
-            warnings.append(
-                f"|w| under the {schemes} would pass {W_LIMIT:g} at step"
-                f" {step + 1} of {requested}; both trajectories stop after step {step}"
-                " so every number stays finite."
-            )
-            break
-        path_global.append(next_global)
-        path_rank_mean.append(next_rank_mean)
+        schemes = " and ".join(escaped) + (" schemes" if len(escaped) > 1 else " scheme")
+        warnings.append(
+            f"|w| under the {schemes} would pass {W_LIMIT:g} at step"
+            f" {taken} of {requested}; both trajectories stop after step {taken - 1}"
+            " so every number stays finite."
+        )
+        del path_global[taken:], path_rank_mean[taken:]
 
-    loss_global = np.array([loss(at) for at in path_global])
-    loss_rank_mean = np.array([loss(at) for at in path_rank_mean])
-    loss_minimum = loss(fixed_global)
-    loss_at_rank_fixed = loss(fixed_rank_mean)
-    finite_results(
-        "targets",
-        loss_global=loss_global,
-        loss_rank_mean=loss_rank_mean,
-        loss_minimum=loss_minimum,
-        loss_at_rank_mean_fixed_point=loss_at_rank_fixed,
-        fixed_point_global=fixed_global,
-        fixed_point_rank_mean=fixed_rank_mean,
-        contraction_rank_mean=contraction_rank_mean,
-    )
+    losses = _losses(ys, vs, total, [*path_global, *path_rank_mean, fixed_global, fixed_rank_mean])
+    loss_global, loss_rank_mean = tuple(losses[:taken]), tuple(losses[taken : 2 * taken])
+    loss_minimum, loss_at_rank_fixed = losses[-2], losses[-1]
+    if not all(map(math.isfinite, losses)):  # the fixed points and factors are finite
+        finite_results(
+            "targets",
+            loss_global=loss_global,
+            loss_rank_mean=loss_rank_mean,
+            loss_minimum=loss_minimum,
+            loss_at_rank_mean_fixed_point=loss_at_rank_fixed,
+            fixed_point_global=fixed_global,
+            fixed_point_rank_mean=fixed_rank_mean,
+            contraction_rank_mean=contraction_rank_mean,
+        )
     return Trajectory(
-        steps=len(path_global) - 1,
+        steps=taken - 1,
         requested_steps=requested,
         w_global=tuple(path_global),
         w_rank_mean=tuple(path_rank_mean),
-        loss_global=as_floats(loss_global),
-        loss_rank_mean=as_floats(loss_rank_mean),
+        loss_global=loss_global,
+        loss_rank_mean=loss_rank_mean,
         fixed_point_global=fixed_global,
         fixed_point_rank_mean=fixed_rank_mean,
         loss_minimum=loss_minimum,

@@ -142,6 +142,94 @@ def decide(exact: Exact) -> Agreement:
     )
 
 
+# ---- the plain rank mean (every weight 1/P), in integers -------------------------------------
+# Every float is an integer over a power of two (``float.as_integer_ratio``): sums of them are
+# exact as plain integers over the largest denominator. The lab asks for this comparison on every
+# request, and Fraction's gcd at every step was most of its cost; ``exact_means`` and ``decide``
+# stay the reference (and serve any other weights).
+
+Ratio = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class RankMeans:
+    """Both means of per-rank means, exactly, as unreduced ratios (denominators > 0)."""
+
+    total: Ratio  # N = Σ nᵣ
+    counted: Ratio  # g = Σ nᵣ ḡᵣ / N
+    plain: Ratio  # (1/P) Σ ḡᵣ
+    difference: Ratio  # plain - counted
+    agreement: Agreement
+
+
+def ratio_float(ratio: Ratio) -> float:
+    """The nearest float to an exact ratio (int / int rounds once); ±inf beyond the range."""
+    top, bottom = ratio
+    try:
+        return top / bottom
+    except OverflowError:
+        return math.inf if top > 0 else -math.inf
+
+
+def rank_means(counts: Sequence[float], means: Sequence[float]) -> RankMeans:
+    """``exact_means(counts, means, rank_weights(P))`` and its ``decide``, in integers.
+
+    ``counts`` are non-negative floats with a positive sum; ``means`` are 0 where the count is 0.
+    """
+    ranks = len(counts)
+    # One pass for the denominators (powers of two: the largest is a multiple of each) ...
+    n_den = m_den = 1
+    ratios = []
+    for x, y in zip(counts, means, strict=True):
+        a, d = x.as_integer_ratio()
+        b, e = y.as_integer_ratio()
+        if d > n_den:
+            n_den = d
+        if e > m_den:
+            m_den = e
+        ratios.append((a, d, b, e))
+    # ... one for the sums: Σ nᵣ = n_top / n_den, Σ ḡᵣ = m_top / m_den,
+    # Σ nᵣ ḡᵣ = p_top / (n_den · m_den).
+    n_top = m_top = p_top = 0
+    for a, d, b, e in ratios:
+        a *= n_den // d
+        b *= m_den // e
+        n_top += a
+        m_top += b
+        p_top += a * b
+    # counted = (p_top / (n_den · m_den)) / (n_top / n_den); plain = m_top / (P · m_den)
+    counted = (p_top, m_den * n_top)
+    plain = (m_top, ranks * m_den)
+    difference = (m_top * counted[1] - counted[0] * plain[1], plain[1] * counted[1])
+    empty = tuple(i for i, x in enumerate(counts) if x == 0)
+    reason: Reason
+    if ranks == 1:
+        reason = "one entry"
+    elif len(set(counts)) == 1:
+        reason = "proportional counts"
+    else:
+        occupied = {m for x, m in zip(counts, means, strict=True) if x}
+        if not empty and len(occupied) == 1:
+            reason = "equal means"
+        elif empty and not any(occupied):
+            reason = "zero means"
+        elif difference[0] == 0:
+            reason = "coincidence"
+        elif empty and (len({x for x in counts if x}) == 1 or len(occupied) == 1):
+            reason = "empty entries"
+        else:
+            reason = "unequal counts"
+    agreement = Agreement(
+        agree=reason in AGREEING,
+        reason=reason,
+        difference=ratio_float(difference),
+        empty=empty,
+        plain=Fraction(*plain),
+        counted=Fraction(*counted),
+    )
+    return RankMeans((n_top, n_den), counted, plain, difference, agreement)
+
+
 def _proportional(exact: Exact) -> bool:
     """``nᵢ/N = cᵢ`` for every entry; with equal weights, simply equal counts."""
     if len(set(exact.plain_weights)) == 1:

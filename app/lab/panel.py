@@ -3,14 +3,16 @@ template context the lab's fragments and the lesson page render from."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, Generic, TypeVar, cast
 
 from app.engine import EngineError, from_items, from_means, ring_allreduce, trajectory
 from app.lab import accumulation
+from app.lab import markup as _markup  # noqa: F401 (registers the lab templates' filters)
 from app.lab.fields import FieldError, engine_error
 from app.lab.pictures import implied_path
 from app.lab.query import (
+    RING_PARAMS,
     ParsedLab,
     ParsedRing,
     encode,
@@ -169,6 +171,19 @@ class RingPanel(Panel[ParsedRing, RingView]):
 
 def ring_panel(query: Mapping[str, str]) -> RingPanel:
     """Validate and compute the ring all-reduce panel."""
+    if not any(name in query for name in RING_PARAMS):
+        # Every lab request carries the ring panel, mostly at its defaults: one fixed panel.
+        return default_ring_panel()
+    return _ring_panel(query)
+
+
+@cache
+def default_ring_panel() -> RingPanel:
+    """The ring panel of a query that gives none of its parameters (a constant)."""
+    return _ring_panel({})
+
+
+def _ring_panel(query: Mapping[str, str]) -> RingPanel:
     parsed = parse_ring(query)
     state = parsed.state
     if state is None:

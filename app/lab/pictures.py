@@ -90,6 +90,12 @@ def _label_x(x: float, text: str) -> tuple[float, str]:
     return x, "middle"
 
 
+# The number line's fixed text: its frame, the dots' label baseline and the ticks' baseline.
+VIEW_BOX = f"0 0 {LINE_WIDTH:g} {LINE_HEIGHT:g}"
+DOT_LABEL_Y = f"{AXIS_Y + 5:g}"
+TICK_Y = f"{AXIS_Y + DOT_RADIUS + 18:g}"
+
+
 def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
     """Each rank's local mean ḡᵣ as a dot of area ∝ nᵣ, with g and the plain rank mean marked.
 
@@ -98,38 +104,36 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
     shown = [m if n > 0 else 0.0 for n, m in zip(result.counts, result.means, strict=True)]
     g, rank_mean = result.global_gradient, result.rank_mean_gradient
     low, high = _bounds([*shown, g, rank_mean])
+    # x(value) = LINE_LEFT + (value - low) / (high - low) * (LINE_RIGHT - LINE_LEFT)
+    span = high - low
 
     def x(value: float) -> float:
-        return LINE_LEFT + (value - low) / (high - low) * (LINE_RIGHT - LINE_LEFT)
+        return LINE_LEFT + (value - low) / span * (LINE_RIGHT - LINE_LEFT)
 
     biggest = max(result.counts) or 1.0
     dots = []
     for r, (count, mean) in enumerate(zip(result.counts, shown, strict=True)):
-        radius = DOT_RADIUS * math.sqrt(count / biggest) if count > 0 else 5.0
-        dots.append(
-            Dot(
-                cx=_n(x(mean)),
-                r=_n(radius),
-                label=str(r),
-                label_y=_n(AXIS_Y + 5),
-                title=(
-                    f"rank {r}: local mean {fmt(mean)}, count {fmt(count)}"
-                    if count > 0
-                    else f"rank {r}: empty, counted as 0 by the plain rank mean"
-                ),
-                empty=count <= 0,
-            )
-        )
+        if count > 0:
+            radius = DOT_RADIUS * math.sqrt(count / biggest)
+            title = f"rank {r}: local mean {fmt(mean)}, count {fmt(count)}"
+        else:
+            radius = 5.0
+            title = f"rank {r}: empty, counted as 0 by the plain rank mean"
+        dots.append(Dot(_n(x(mean)), _n(radius), str(r), DOT_LABEL_Y, title, count <= 0))
     markers = []
     for value, kind, name, label_y in (
-        (g, "global", "g", 18.0),
-        (rank_mean, "rank-mean", "rank mean", LINE_HEIGHT - 6),
+        (g, "global", "g", "18"),
+        (rank_mean, "rank-mean", "rank mean", f"{LINE_HEIGHT - 6:g}"),
     ):
         text = f"{name} {fmt(value)}"
-        label_x, anchor = _label_x(x(value), text)
-        markers.append(Marker(_n(x(value)), text, _n(label_x), _n(label_y), anchor, kind))
+        at = x(value)
+        label_x, anchor = _label_x(at, text)
+        marked = _n(at)
+        markers.append(
+            Marker(marked, text, marked if label_x == at else _n(label_x), label_y, anchor, kind)
+        )
     # Round values along the axis (about four steps), never the padded ends themselves.
-    step = nice_ceiling((high - low) / 4)
+    step = nice_ceiling(span / 4)
     first = math.ceil(low / step)
     ticks = tuple(
         (_n(x(k * step)), fmt(k * step, 4)) for k in range(first, math.floor(high / step) + 1)
@@ -141,14 +145,14 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
             f"Each rank's local mean as a dot whose area is its count: {dots_text}."
             f" The global item mean g is {fmt(g)}; the plain rank mean is {fmt(rank_mean)}."
         ),
-        view_box=f"0 0 {LINE_WIDTH:g} {LINE_HEIGHT:g}",
+        view_box=VIEW_BOX,
         left=_n(LINE_LEFT),
         right=_n(LINE_RIGHT),
         axis_y=_n(AXIS_Y),
         dots=tuple(dots),
         markers=tuple(markers),
         ticks=ticks,
-        tick_y=_n(AXIS_Y + DOT_RADIUS + 18),
+        tick_y=TICK_Y,
     )
 
 

@@ -43,6 +43,7 @@ FORM_FIELDS: dict[str, Form] = {
     "microbatches": "accumulation",
 }
 
+FLOATS_ONLY = frozenset({float})
 # What a non-finite float becomes before validation, so no error ever echoes NaN back: an error
 # echoing its input as a float NaN would make the 422 answer itself unserialisable (a 500).
 NON_FINITE_MARKERS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
@@ -53,6 +54,15 @@ MAX_ECHO_DEPTH = 8
 
 def _json_safe(value: Any, depth: int = 0) -> Any:
     """The raw body with non-finite floats as marker strings and over-deep nesting cut off."""
+    if (
+        type(value) is list
+        and depth < MAX_ECHO_DEPTH
+        and FLOATS_ONLY.issuperset(map(type, value))
+        and math.isfinite(sum(value))
+    ):
+        # A list of finite floats (most lists a query or form gives): nothing to replace. Any
+        # inf or NaN would make the sum inf or NaN.
+        return value.copy()
     if isinstance(value, float) and not math.isfinite(value):
         return NON_FINITE_MARKERS[repr(value)]
     if isinstance(value, list | dict) and depth >= MAX_ECHO_DEPTH:

@@ -4,19 +4,33 @@ Templates only place these strings; every number on the lab is formatted here.
 """
 
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from functools import lru_cache
 from typing import cast
+
+import numpy as np
+from numpy.typing import NDArray
 
 from app.engine import GradientResult, RingCost, Trajectory
 from app.lab.pictures import NumberLine, number_line
 from app.lab.scale import nice_ceiling
 from app.lab.state import MAX_RANKS, GradientRequest, RingRequest
-from app.lab.worked import Lines, column, figures, lines, path_words, ring_words, verdict
+from app.lab.worked import (
+    Lines,
+    PathWords,
+    column,
+    figures,
+    lines,
+    path_words,
+    ring_words,
+    verdict,
+)
 from app.numbers import fmt, minus_signs
 
 ITEMS_SHOWN = 12
+FloatArray = NDArray[np.float64]
 
 
 def plural(count: int, word: str) -> str:
@@ -195,10 +209,9 @@ def _item_list(values: Sequence[float]) -> str:
 
 
 def _rank_rows(
-    result: GradientResult, state: GradientRequest, worked: Lines
+    result: GradientResult, state: GradientRequest, worked: Lines, counts: tuple[str, ...]
 ) -> tuple[RankRow, ...]:
     rows = []
-    counts = column(result.counts)
     means = column(result.means)
     factors = column(result.scale_factors, exact=True)
     compensated = column(result.compensated_means)
@@ -237,6 +250,7 @@ def lab_view(
     """The results fragment's view of one engine result (and, in the items form, a trajectory)."""
     shown = figures(result)
     worked = lines(result)
+    counts = column(result.counts)
     return LabView(
         mode="items" if state.targets is not None else "means",
         N=shown.N,
@@ -254,9 +268,9 @@ def lab_view(
         difference_formula=worked.difference,
         agree=result.agreement.agree,
         verdict=verdict(result),
-        ranks=_rank_rows(result, state, worked),
+        ranks=_rank_rows(result, state, worked, counts),
         warnings=tuple(minus_signs(text) for text in result.warnings),
-        counts_chart=counts_chart(result),
+        counts_chart=counts_chart(result, counts),
         influence_chart=influence_chart(result),
         trajectory=trajectory_view(path) if path is not None else None,
         number_line=number_line(result, fmt),
@@ -392,12 +406,16 @@ class BarLayout:
 BAR_LAYOUTS = {ranks: BarLayout.of(ranks) for ranks in range(1, MAX_RANKS + 1)}
 
 
-def counts_chart(result: GradientResult) -> BarChart:
-    """Bars of the valid-item count nᵣ per rank, each with its count above it where it fits."""
+def counts_chart(result: GradientResult, shown: tuple[str, ...] | None = None) -> BarChart:
+    """Bars of the valid-item count nᵣ per rank, each with its count above it where it fits.
+
+    ``shown``: the counts as the table prints them (``column(result.counts)``), if at hand.
+    """
     layout = BAR_LAYOUTS[result.P]
     top = nice_ceiling(max(result.counts))
     series = layout.counts.series("count", result.counts, top)
-    shown = column(result.counts)
+    if shown is None:
+        shown = column(result.counts)
     listed = ", ".join(f"rank {r} {c}" for r, c in enumerate(shown))
     return BarChart(
         title="Valid items per rank",
@@ -492,92 +510,167 @@ class Box:
         )
 
 
-def _dense(track: Sequence[tuple[float, float]], spacing: float = 3.0) -> list[tuple[float, float]]:
-    """Points along a polyline no further apart (in x) than ``spacing``."""
-    dense = list(track[:1])
-    for (xa, ya), (xb, yb) in pairwise(track):
-        parts = max(1, math.ceil((xb - xa) / spacing))
-        dense += [
-            (xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts) for t in range(1, parts + 1)
-        ]
-    return dense
+# A curve is tested at its start and, along each segment, at points evenly spaced no further
+# apart (in x) than this, the last at (about) the segment's end: for t = 1 … parts,
+# (xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts), parts = max(1, ⌈(xb - xa) / 3⌉).
+SPACING = 3.0
+
+
+def _crosses(
+    left: float,
+    right: float,
+    top: float,
+    bottom: float,
+    xs: Sequence[float],
+    curves: Sequence[Sequence[float]],
+) -> bool:
+    """Whether a tested point of a curve (its ys at ``xs``, left to right) has
+    ``left <= x <= right`` and ``top <= y <= bottom``, the points ``SPACING`` describes.
+
+    Only segments whose own bounding box comes near the rectangle are walked; the others hold
+    no such point, so the answer is the one testing every point gives."""
+    # Segments k (from point k to k + 1) that reach [left, right], with a unit to spare.
+    first = max(0, bisect_left(xs, left - 1) - 1)
+    last = min(len(xs) - 1, bisect_right(xs, right + 1))
+    low, high = top - 1, bottom + 1
+    start_inside = left <= xs[0] <= right
+    for ys in curves:
+        if start_inside and top <= ys[0] <= bottom:
+            return True
+        if first >= last:
+            continue
+        near = ys[first : last + 1]
+        if max(near) < low or min(near) > high:
+            continue
+        for k in range(first, last):
+            ya, yb = ys[k], ys[k + 1]
+            if (ya < low and yb < low) or (ya > high and yb > high):
+                continue
+            xa, xb = xs[k], xs[k + 1]
+            parts = max(1, math.ceil((xb - xa) / SPACING))
+            for t in range(1, parts + 1):
+                if (
+                    top <= ya + (yb - ya) * t / parts <= bottom
+                    and left <= xa + (xb - xa) * t / parts <= right
+                ):
+                    return True
+    return False
 
 
 def place_label(
     text: str,
     guide_y: float,
     start_y: float,
-    tracks: Sequence[Sequence[tuple[float, float]]],
+    xs: Sequence[float],
+    curves: Sequence[Sequence[float]],
     guide_ys: Sequence[float],
     placed: Sequence[Box],
 ) -> Box:
     """Where a fixed point's label goes: beside its guide, clear of both curves, the other
     guide and the labels already placed. Tried in order: the side of the guide away from the
     start value (where its own curve never goes), at the left, middle and right of the plot;
-    then the other side; then the margin above the plot."""
+    then the other side; then the margin above the plot. Each of ``curves`` is its ys at
+    ``xs`` (left to right); it is clear of a box when ``box.holds`` none of its tested points."""
     width = len(text) * CHAR_WIDTH
     below, above = guide_y + 15, guide_y - 5
     sides = (below, above) if start_y <= guide_y else (above, below)
-    points = [point for track in tracks for point in _dense(track)]
+    lefts = (LEFT + 6, LEFT + (RIGHT - LEFT - width) / 2, RIGHT - width - 2)
+    # Each candidate as (x0, baseline) of its Box. Last resort (curves everywhere, e.g. an
+    # oscillating run): the margin above the plot, where no curve goes, told apart by colour.
     candidates = [
-        Box(x0, x0 + width, min(max(baseline, TOP + 11), BOTTOM - 3))
-        for baseline in sides
-        for x0 in (LEFT + 6, LEFT + (RIGHT - LEFT - width) / 2, RIGHT - width - 2)
+        *((x0, min(max(side, TOP + 11), BOTTOM - 3)) for side in sides for x0 in lefts),
+        (LEFT, TOP - 8),
+        (RIGHT - width, TOP - 8),
     ]
-    # Last resort (curves everywhere, e.g. an oscillating run): the margin above the plot,
-    # where no curve goes, told apart by colour.
-    candidates += [Box(x0, x0 + width, TOP - 8) for x0 in (LEFT, RIGHT - width)]
-    for box in candidates:
-        crossed = any(box.top - 1 <= y <= box.bottom + 1 for y in guide_ys)
-        if crossed or any(box.meets(other) for other in placed):
+    for x0, baseline in candidates:
+        x1 = x0 + width
+        top, bottom = baseline - 11, baseline + 3  # Box.top and Box.bottom
+        if any(top - 1 <= y <= bottom + 1 for y in guide_ys):
             continue
-        if not any(box.holds(x, y) for x, y in points):
-            return box
-    return candidates[0]
+        if any(
+            not (x1 < other.x0 or other.x1 < x0 or bottom < other.top or other.bottom < top)
+            for other in placed
+        ):
+            continue  # it meets a label already placed
+        if not _crosses(x0 - 2, x1 + 2, top - 2, bottom + 2, xs, curves):  # as Box.holds
+            return Box(x0, x1, baseline)
+    x0, baseline = candidates[0]
+    return Box(x0, x0 + width, baseline)
 
 
-def trajectory_chart(path: Trajectory) -> LineChart:
+@lru_cache(maxsize=16)
+def _step_axis(steps: int) -> tuple[tuple[float, ...], tuple[str, ...], str]:
+    """Each step's x and its text, and a curve's ``points`` with ``%s`` for each step's y: the
+    same for every run of ``steps`` steps (geometry, not a result)."""
+    xs = tuple(_x_step(k, steps) for k in range(steps + 1))
+    texts = tuple(_n(x) for x in xs)
+    return xs, texts, " ".join(f"{x},%s" for x in texts)
+
+
+# ``_n`` of every hundredth a y coordinate can print as, 0 … HEIGHT: reading a curve's ys from
+# this table is several times quicker than formatting each float.
+Y_TEXTS = tuple(_n(hundredths / 100) for hundredths in range(round(HEIGHT * 100) + 1))
+
+
+def _coordinates(ys: FloatArray) -> list[str]:
+    """``_n`` of each y, read from ``Y_TEXTS`` when every y lies in 0 … HEIGHT. ``%.2f`` prints
+    the hundredth nearest to the float's exact value; ``rint(y · 100)`` is that hundredth unless
+    ``y · 100`` lies within 1e-9 of halfway (its own rounding is far smaller): those few (a
+    y such as 175.875 is exactly halfway) are formatted one by one."""
+    hundredths = ys * 100
+    nearest = np.rint(hundredths)
+    if not (ys.size and hundredths.min() >= 0 and nearest.max() < len(Y_TEXTS)):
+        return [_n(y) for y in ys.tolist()]
+    table = Y_TEXTS
+    texts = [table[k] for k in nearest.astype(np.intp).tolist()]
+    for k in np.flatnonzero(np.abs(hundredths - nearest) > 0.5 - 1e-9).tolist():
+        texts[k] = _n(float(ys[k]))
+    return texts
+
+
+GUIDE_FROM, GUIDE_TO = _n(LEFT), _n(RIGHT)
+
+
+def trajectory_chart(path: Trajectory, words: PathWords | None = None) -> LineChart:
     """w over the SGD steps under both schemes, with each scheme's fixed point as a guide."""
+    words = words or path_words(path)
     fixed = (path.fixed_point_global, path.fixed_point_rank_mean)
     values = (*path.w_global, *path.w_rank_mean, *fixed)
     low, high, step = nice_range(min(values), max(values))
-
-    def points(ws: Sequence[float]) -> str:
-        return " ".join(
-            f"{_n(_x_step(k, path.steps))},{_n(_y(v, low, high))}" for k, v in enumerate(ws)
-        )
-
+    span = high - low or 1.0
+    # _y of each value, the same float operations on an array.
+    y_array = BOTTOM - (np.array(values, dtype=np.float64) - low) / span * (BOTTOM - TOP)
+    ys = y_array.tolist()
+    texts = _coordinates(y_array)
+    xs, x_texts, template = _step_axis(path.steps)
+    n = path.steps + 1
     lines = (
-        Line(points(path.w_global), "global", "global item mean"),
-        Line(points(path.w_rank_mean), "rank-mean", "plain rank mean"),
+        Line(template % tuple(texts[:n]), "global", "global item mean"),
+        Line(template % tuple(texts[n : 2 * n]), "rank-mean", "plain rank mean"),
     )
     guides = tuple(
-        Line(f"{_n(LEFT)},{_n(_y(v, low, high))} {_n(RIGHT)},{_n(_y(v, low, high))}", kind, "")
-        for v, kind in zip(fixed, ("global", "rank-mean"), strict=True)
+        Line(f"{GUIDE_FROM},{y} {GUIDE_TO},{y}", kind, "")
+        for y, kind in zip(texts[2 * n :], ("global", "rank-mean"), strict=True)
     )
-    tracks = [
-        [(_x_step(k, path.steps), _y(v, low, high)) for k, v in enumerate(ws)]
-        for ws in (path.w_global, path.w_rank_mean)
-    ]
-    guide_ys = [_y(v, low, high) for v in fixed]
-    start_y = _y(path.w_global[0], low, high)
+    curves = (ys[:n], ys[n : 2 * n])
+    guide_ys = ys[2 * n :]
+    start_y = ys[0]
     placed: list[Box] = []
     labels = []
-    words = path_words(path)
     for kind, text, guide_y in zip(
         ("global", "rank-mean"),
         (words.global_course.label, words.rank_mean_course.label),
         guide_ys,
         strict=True,
     ):
-        box = place_label(text, guide_y, start_y, tracks, guide_ys, placed)
+        box = place_label(text, guide_y, start_y, xs, curves, guide_ys, placed)
         placed.append(box)
         labels.append(GuideLabel(_n(box.x0), _n(box.baseline), text, kind))
     guide_labels = tuple(labels)
     middle = path.steps // 2
     # The last step label ends at the right edge of the plot, so it is never cut off.
     step_ticks = tuple(
-        Tick(_n(_x_step(k, path.steps)), str(k), "end" if k == path.steps and k else "middle")
+        Tick(x_texts[k], str(k), "end" if k == path.steps and k else "middle")
         for k in sorted({0, middle, path.steps})
     )
     return LineChart(
@@ -607,7 +700,7 @@ def trajectory_view(path: Trajectory) -> TrajectoryView:
         final_rank_mean=words.final_rank_mean,
         loss_final_global=words.loss_final_global,
         loss_final_rank_mean=words.loss_final_rank_mean,
-        chart=trajectory_chart(path),
+        chart=trajectory_chart(path, words),
         warnings=tuple(minus_signs(text) for text in path.warnings),
     )
 

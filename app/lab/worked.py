@@ -156,9 +156,10 @@ class Course:
         return self.verb == "heads to"
 
 
-def course(scheme: str, fixed_point: float, factor: float) -> Course:
-    """``heads to`` the fixed point only when ``|factor| < 1``; else oscillates or diverges."""
-    point, by = fmt(fixed_point), fmt(factor)
+def course(scheme: str, point: str, factor: float) -> Course:
+    """``heads to`` the fixed point (printed as ``point``) only when ``|factor| < 1``; else
+    oscillates or diverges."""
+    by = fmt(factor)
     if abs(factor) < 1:
         verb = "heads to"
         clause = f"each step multiplies the distance to it by {by}"
@@ -191,10 +192,9 @@ def path_words(path: Trajectory) -> PathWords:
     fixed_global, fixed_rank_mean = fmt_distinct(
         (path.fixed_point_global, path.fixed_point_rank_mean)
     )
-    global_course = course("global", path.fixed_point_global, path.contraction_global)
-    rank_course = course("rank mean", path.fixed_point_rank_mean, path.contraction_rank_mean)
-    global_course = _with_point(global_course, fixed_global)
-    rank_course = _with_point(rank_course, fixed_rank_mean)
+    # Both fixed points printed with the digits that tell them apart.
+    global_course = course("global", fixed_global, path.contraction_global)
+    rank_course = course("rank mean", fixed_rank_mean, path.contraction_rank_mean)
     final_global, final_rank_mean = fmt_distinct((path.w_global[-1], path.w_rank_mean[-1]))
     loss_global, loss_rank_mean = fmt_distinct((path.loss_global[-1], path.loss_rank_mean[-1]))
     steps = f"{path.steps} step" + ("" if path.steps == 1 else "s")
@@ -212,17 +212,6 @@ def path_words(path: Trajectory) -> PathWords:
         loss_final_global=loss_global,
         loss_final_rank_mean=loss_rank_mean,
         description=description,
-    )
-
-
-def _with_point(words: Course, point: str) -> Course:
-    """The same course with its fixed point printed as ``point`` (distinct from the other)."""
-    return Course(
-        verb=words.verb,
-        fixed_point=point,
-        factor=words.factor,
-        clause=words.clause,
-        label=words.label.replace(words.fixed_point, point),
     )
 
 

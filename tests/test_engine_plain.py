@@ -1,0 +1,203 @@
+"""The engine's plain-float paths against independent references, bit for bit.
+
+``from_means`` works on Python floats and decides its verdict in integers
+(``verdicts.rank_means``); the references below are the NumPy and Fraction computations it
+replaced: the same IEEE operations elementwise, and ``exact_means``/``decide`` for the verdict.
+"""
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from app.engine import EngineError, from_means
+from app.engine.checks import SMALLEST_COUNT, finite_floats
+from app.engine.gradient import empty_warning
+from app.engine.verdicts import decide, exact_means, rank_means, rank_weights, rounded
+
+COUNTS = st.one_of(
+    st.sampled_from([0.0, -0.0, 1.0, 2.0, 4.0, 64.0, 0.1, 1e12, 1e308, SMALLEST_COUNT]),
+    st.integers(0, 64).map(float),
+    st.floats(min_value=0, max_value=1e308, allow_subnormal=False),
+)
+MEANS = st.one_of(
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.1, 3.0, 1e-7, 5e-324, 1e308, -1e308]),
+    st.integers(-100, 100).map(lambda k: k / 10),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+ETAS = st.one_of(st.sampled_from([0.1, 1.0, 2.0, 1e-300, 1e300]), st.floats(1e-9, 1e6))
+WS = st.one_of(st.sampled_from([10.0, 0.0, -7.25, 1e308]), st.floats(-1e12, 1e12))
+
+
+@st.composite
+def ranks(draw: st.DrawFn) -> tuple[list[float], list[float]]:
+    """Per-rank counts and means; often repeated values, so every verdict comes up."""
+    size = draw(st.integers(1, 64))
+    if draw(st.booleans()):
+        counts = draw(
+            st.lists(st.sampled_from([0.0, 1.0, 2.0, 2.0, 4.0]), min_size=size, max_size=size)
+        )
+        means = draw(
+            st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.0, -1.0]), min_size=size, max_size=size)
+        )
+    else:
+        counts = draw(st.lists(COUNTS, min_size=size, max_size=size))
+        means = draw(st.lists(MEANS, min_size=size, max_size=size))
+    return counts, means
+
+
+def reference_from_means(
+    counts: Sequence[float], means: Sequence[float], eta: float, w: float
+) -> dict[str, Any]:
+    """The NumPy and Fraction computation from_means replaced (its checks included)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        n = np.asarray([float(x) for x in counts])
+        given_means = np.asarray([float(x) for x in means])
+        if not np.all(np.isfinite(n)) or np.any(n < 0):
+            raise EngineError("counts", "bad counts")
+        empty = n == 0
+        mean = np.where(empty, 0.0, given_means)
+        exact = exact_means(n.tolist(), mean.tolist(), rank_weights(n.size))
+        step, start = Fraction(eta), Fraction(w)
+        total = rounded(exact.total)
+        scale = n.size * n / total
+        occupied = np.where(empty, 1.0, n)
+        return {
+            "P": int(n.size),
+            "N": total,
+            "counts": tuple(n.tolist()),
+            "means": tuple(mean.tolist()),
+            "global_gradient": rounded(exact.counted),
+            "rank_mean_gradient": rounded(exact.plain),
+            "scale_factors": tuple(scale.tolist()),
+            "compensated_means": tuple((scale * mean).tolist()),
+            "w_new": rounded(start - step * exact.counted),
+            "w_new_rank_mean": rounded(start - step * exact.plain),
+            "w_new_difference": rounded(-step * exact.difference),
+            "influence_global": tuple(np.where(empty, 0.0, 1.0 / total).tolist()),
+            "influence_rank_mean": tuple(np.where(empty, 0.0, 1.0 / (n.size * occupied)).tolist()),
+            "warnings": tuple(
+                empty_warning(
+                    f"rank {r}", "the plain rank mean", f"P = {n.size}", float(given_means[r])
+                )
+                for r in np.flatnonzero(empty)
+            ),
+            "agreement": decide(exact),
+        }
+
+
+def same(a: object, b: object) -> bool:
+    """Equal, with floats compared bit for bit (the sign of 0 and NaN included)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a.hex() == b.hex() if not math.isnan(a) else math.isnan(b)
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+@settings(max_examples=400, deadline=None)
+@given(ranks())
+@example(([2.0, 6.0], [1.0, 3.0]))
+@example(([0.0, 3.0, 3.0], [5.0, 1.0, 2.0]))  # differ only by the empty rank
+@example(([1.0, 2.0], [3.0, 3.0]))  # equal means
+@example(([0.0, 2.0], [1.0, 0.0]))  # zero means
+@example(([1.0, 3.0, 0.0], [2.0, 1.0, -2.5]))
+def test_rank_means_is_exact_means_and_decide(data: tuple[list[float], list[float]]) -> None:
+    counts, given_means = data
+    if not any(counts):
+        counts = [1.0, *counts[1:]]
+    means = [0.0 if n == 0 else m for n, m in zip(counts, given_means, strict=True)]
+    fast = rank_means(counts, means)
+    exact = exact_means(counts, means, rank_weights(len(counts)))
+    assert Fraction(*fast.total) == exact.total
+    assert Fraction(*fast.counted) == exact.counted
+    assert Fraction(*fast.plain) == exact.plain
+    assert Fraction(*fast.difference) == exact.difference
+    reference = decide(exact)
+    assert fast.agreement.reason == reference.reason
+    for field in ("agree", "difference", "empty", "plain", "counted"):
+        assert same(getattr(fast.agreement, field), getattr(reference, field)), field
+
+
+@settings(max_examples=400, deadline=None)
+@given(ranks(), ETAS, WS)
+@example(([2.0, 6.0], [1.0, 3.0]), 0.1, 10.0)
+@example(([1e308, 1e308], [1.0, 1.0]), 0.1, 10.0)  # N leaves the float range
+@example(([1.0, 1e-300], [1e308, 1e308]), 1.0, 0.0)  # a scaled mean leaves it
+@example(([3.0, 1.0], [1e308, -1e308]), 1e300, 1e308)  # so do the steps
+def test_from_means_matches_the_numpy_reference(
+    data: tuple[list[float], list[float]], eta: float, w: float
+) -> None:
+    counts, means = data
+    try:
+        expected = reference_from_means(counts, means, eta, w)
+        finite = all(
+            math.isfinite(x)
+            for key, value in expected.items()
+            if key not in ("P", "warnings", "agreement")
+            for x in (value if isinstance(value, tuple) else (value,))
+        )
+    except ZeroDivisionError:  # N = 0
+        expected, finite = {}, False
+    if not finite:
+        with pytest.raises(EngineError):
+            from_means(counts, means, eta=eta, w=w)
+        return
+    result = from_means(counts, means, eta=eta, w=w)
+    for key, value in expected.items():
+        actual = getattr(result, key)
+        if key == "agreement":
+            assert actual == value
+        else:
+            assert same(actual, value), (key, actual, value)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [1.0, 2.0],
+        (1.0, 2.0),
+        [1, 2.5],
+        [True],
+        ["1"],
+        "12",
+        [math.inf],
+        [1.0, math.nan],
+        [1e308, 1e308],
+        [-1.0, 2.0],
+        [-0.0, 2.0],
+        [0.0, 5e-324],
+        [0.0, SMALLEST_COUNT],
+        [],
+    ],
+)
+@pytest.mark.parametrize("non_negative", [False, True])
+def test_finite_floats_fast_path_answers_as_the_general_one(
+    values: Any, non_negative: bool
+) -> None:
+    """A list of plain floats takes a shortcut; a tuple of the same values takes the general
+    path (and ints, bools and text do): both give the same floats or the same error."""
+
+    def run(given: Any) -> object:
+        try:
+            out = finite_floats("counts", given, non_negative=non_negative)
+        except EngineError as error:
+            return ("error", error.message)
+        assert type(out) is list
+        assert all(type(x) is float for x in out)
+        return [x.hex() for x in out]
+
+    reference = tuple(values) if isinstance(values, list) else values
+    assert run(values) == run(reference)
+    if isinstance(values, list) and all(type(v) is float for v in values):
+        answer = run(values)
+        finite = all(map(math.isfinite, values))
+        refused = isinstance(answer, tuple)
+        assert refused == (
+            not finite or (non_negative and any(v < 0 or 0 < v < SMALLEST_COUNT for v in values))
+        )

@@ -1,0 +1,196 @@
+"""The SGD path's quick arithmetic against plain references: the same floats, the same places.
+
+The engine's trajectory and the chart's label placement and coordinates take shortcuts (exact
+integer arithmetic, one BLAS call for all losses, only the curve segments near a label, a table
+of hundredths); each is checked here against the straightforward computation it replaces.
+"""
+
+import math
+import random
+from collections.abc import Sequence
+from fractions import Fraction
+from itertools import pairwise
+
+import numpy as np
+import pytest
+
+from app.engine import trajectory
+from app.lab.view import (
+    BOTTOM,
+    CHAR_WIDTH,
+    HEIGHT,
+    LEFT,
+    RIGHT,
+    TOP,
+    Box,
+    _coordinates,
+    _n,
+    _x_step,
+    place_label,
+)
+
+# ---- the engine ------------------------------------------------------------------------------
+
+
+def _reference_numbers(
+    targets: list[list[float]], weights: list[list[float]], eta: float
+) -> tuple[float, float, float, float]:
+    """Fixed points and contractions in Fractions, from the float per-rank sums (each rank's
+    items added in order), as the engine defines them."""
+    counts = [Fraction(_in_order(rank)) for rank in weights]
+    sums = [
+        Fraction(_in_order([v * y for y, v in zip(ys, vs, strict=True)]))
+        for ys, vs in zip(targets, weights, strict=True)
+    ]
+    means = [s / n for s, n in zip(sums, counts, strict=True) if n]
+    return (
+        float(sum(sums, Fraction(0)) / sum(counts, Fraction(0))),
+        float(sum(means, Fraction(0)) / len(means)),
+        float(1 - Fraction(eta)),
+        float(1 - Fraction(eta) * Fraction(len(means), len(targets))),
+    )
+
+
+def _in_order(values: list[float]) -> float:
+    total = 0.0
+    for value in values:
+        total += value
+    return total
+
+
+def _random_run(rng: random.Random) -> tuple[list[list[float]], list[list[float]], float]:
+    ranks = rng.randint(1, 8)
+    targets = [[rng.uniform(-50, 50) for _ in range(rng.randint(0, 4))] for _ in range(ranks)]
+    targets[0].append(rng.uniform(-50, 50))
+    weights = [[rng.choice([0.0, 1.0, 3.0, 0.3, rng.uniform(0, 9)]) for _ in t] for t in targets]
+    weights[0][-1] = 1.0
+    return targets, weights, rng.choice([0.1, 0.5, 1.0, 1.5, rng.uniform(0.01, 2.5)])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_trajectory_numbers_are_the_reference_floats(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(100):
+        targets, weights, eta = _random_run(rng)
+        path = trajectory(targets, weights, eta=eta, w=rng.uniform(-20, 20), steps=12)
+        fixed_global, fixed_rank_mean, factor_global, factor_rank_mean = _reference_numbers(
+            targets, weights, eta
+        )
+        assert path.fixed_point_global == fixed_global
+        assert path.fixed_point_rank_mean == fixed_rank_mean
+        assert path.contraction_global == factor_global
+        assert path.contraction_rank_mean == factor_rank_mean
+        y = np.array([v for rank in targets for v in rank])
+        weight = np.array([v for rank in weights for v in rank])
+        # N as the engine adds it: each rank's weights in order, then NumPy's sum of the ranks.
+        total = float(np.array([_in_order(rank) for rank in weights]).sum())
+        for ws, losses in (
+            (path.w_global, path.loss_global),
+            (path.w_rank_mean, path.loss_rank_mean),
+        ):
+            # Each loss is the float one np.dot per point gives (not merely a close one).
+            assert losses == tuple(float(np.dot(weight, 0.5 * (w - y) ** 2) / total) for w in ws)
+
+
+def test_trajectory_losses_of_many_items_are_the_reference_floats() -> None:
+    # More items than the plain-Python sums take, and more points than one loss block holds.
+    rng = random.Random(7)
+    targets = [[rng.uniform(-9, 9) for _ in range(3000)], [rng.uniform(-9, 9) for _ in range(40)]]
+    path = trajectory(targets, eta=0.05, w=4.0, steps=60)
+    y = np.array([v for rank in targets for v in rank])
+    assert path.loss_rank_mean == tuple(
+        float(np.dot(np.ones_like(y), 0.5 * (w - y) ** 2) / y.size) for w in path.w_rank_mean
+    )
+    assert (
+        path.fixed_point_rank_mean
+        == _reference_numbers(targets, [[1.0] * len(t) for t in targets], 0.05)[1]
+    )
+
+
+# ---- the chart -------------------------------------------------------------------------------
+
+
+def _dense(track: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Every tested point of a curve, listed (the search the chart used to run)."""
+    dense = list(track[:1])
+    for (xa, ya), (xb, yb) in pairwise(track):
+        parts = max(1, math.ceil((xb - xa) / 3.0))
+        dense += [
+            (xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts) for t in range(1, parts + 1)
+        ]
+    return dense
+
+
+def _reference_place(
+    text: str,
+    guide_y: float,
+    start_y: float,
+    curves: Sequence[Sequence[tuple[float, float]]],
+    guide_ys: Sequence[float],
+    placed: Sequence[Box],
+) -> Box:
+    width = len(text) * CHAR_WIDTH
+    below, above = guide_y + 15, guide_y - 5
+    sides = (below, above) if start_y <= guide_y else (above, below)
+    points = [point for curve in curves for point in _dense(curve)]
+    candidates = [
+        Box(x0, x0 + width, min(max(baseline, TOP + 11), BOTTOM - 3))
+        for baseline in sides
+        for x0 in (LEFT + 6, LEFT + (RIGHT - LEFT - width) / 2, RIGHT - width - 2)
+    ]
+    candidates += [Box(x0, x0 + width, TOP - 8) for x0 in (LEFT, RIGHT - width)]
+    for box in candidates:
+        crossed = any(box.top - 1 <= y <= box.bottom + 1 for y in guide_ys)
+        if crossed or any(box.meets(other) for other in placed):
+            continue
+        if not any(box.holds(x, y) for x, y in points):
+            return box
+    return candidates[0]
+
+
+def _random_curve(rng: random.Random, steps: int) -> list[float]:
+    kind = rng.choice(["walk", "zigzag", "decay", "flat"])
+    y = rng.uniform(TOP, BOTTOM)
+    target, factor = rng.uniform(TOP, BOTTOM), rng.choice([0.9, 0.5, -0.5, -0.95, -1.0])
+    ys = [y]
+    for _ in range(steps):
+        if kind == "walk":
+            y = min(BOTTOM, max(TOP, y + rng.uniform(-25, 25)))
+        elif kind == "zigzag":
+            y = TOP if y > (TOP + BOTTOM) / 2 else BOTTOM
+        elif kind == "decay":
+            y = target + factor * (y - target)
+        ys.append(y)
+    return ys
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_labels_go_where_testing_every_point_puts_them(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(150):
+        steps = rng.choice([0, 1, 2, 5, 30, 30, 30, 100, 1000 if rng.random() < 0.1 else 40])
+        xs = [_x_step(k, steps) for k in range(steps + 1)]
+        curves = [_random_curve(rng, steps) for _ in range(2)]
+        guide_ys = [rng.uniform(TOP, BOTTOM) for _ in range(2)]
+        start_y = curves[0][0]
+        tracks = [list(zip(xs, ys, strict=True)) for ys in curves]
+        placed: list[Box] = []
+        expected: list[Box] = []
+        for guide_y in guide_ys:
+            text = "x" * rng.randint(3, 34)
+            placed.append(place_label(text, guide_y, start_y, xs, curves, guide_ys, placed))
+            expected.append(_reference_place(text, guide_y, start_y, tracks, guide_ys, expected))
+        assert placed == expected
+
+
+def test_coordinates_print_as_two_decimals() -> None:
+    rng = random.Random(3)
+    values = [rng.uniform(0, HEIGHT) for _ in range(20000)]
+    values += [k / 200 for k in range(0, 44001, 7)]  # exactly halfway between hundredths
+    values += [k / 100 for k in range(0, 22001, 3)] + [0.0, HEIGHT, 1e-300, 0.004999999999]
+    rng.shuffle(values)
+    for start in range(0, len(values), 64):
+        chunk = np.array(values[start : start + 64])
+        assert _coordinates(chunk) == [_n(v) for v in chunk.tolist()]
+    outside = np.array([-0.001, 5.0, HEIGHT + 1, -3.25])
+    assert _coordinates(outside) == [_n(v) for v in outside.tolist()]
