@@ -64,6 +64,76 @@ NUMBER_LINE = """
     <text class="chart-dot-label" x="{{ dot.cx }}" y="{{ dot.label_y }}" text-anchor="middle">{{ dot.label }}</text>
     {%- endfor %}"""  # noqa: E501
 
+# The chart macros app.lab.markup.bar_chart and line_chart replaced (templates/_charts.html),
+# rendered with the lab's environment (their grid and bars are the filters checked above).
+CHARTS = """
+{%- macro _open(chart, chart_id) -%}
+{%- autoescape false -%}
+<svg viewBox="{{ chart.frame.view_box }}" role="img" aria-labelledby="{{ chart_id }}-title {{ chart_id }}-desc">
+    <title id="{{ chart_id }}-title">{{ chart.title }}</title>
+    <desc id="{{ chart_id }}-desc">{{ chart.description }}</desc>
+    <g class="chart-grid">
+      {{- chart|grid_elements }}
+    </g>
+{%- endautoescape -%}
+{%- endmacro -%}
+
+{%- macro _axis(frame) -%}
+{%- autoescape false -%}
+    <line class="chart-axis" x1="{{ frame.left }}" x2="{{ frame.right }}" y1="{{ frame.bottom }}" y2="{{ frame.bottom }}"></line>
+  </svg>
+{%- endautoescape -%}
+{%- endmacro -%}
+
+{#- A bar chart writes _open and _axis out (the lab shows two per answer: four macro calls
+    fewer, a tenth of a render). -#}
+{%- macro bar_chart(chart, chart_id) -%}
+{%- autoescape false -%}
+{%- set frame = chart.frame -%}
+<figure class="lab-chart">
+  <svg viewBox="{{ frame.view_box }}" role="img" aria-labelledby="{{ chart_id }}-title {{ chart_id }}-desc">
+    <title id="{{ chart_id }}-title">{{ chart.title }}</title>
+    <desc id="{{ chart_id }}-desc">{{ chart.description }}</desc>
+    <g class="chart-grid">
+      {{- chart|grid_elements }}
+    </g>
+    {{- chart|bar_elements }}
+  <line class="chart-axis" x1="{{ frame.left }}" x2="{{ frame.right }}" y1="{{ frame.bottom }}" y2="{{ frame.bottom }}"></line>
+  </svg>
+  <figcaption>{{ chart.title }}
+    {%- for kind, label in chart.legend %}
+    <span class="chart-key chart-key-{{ kind }}">{{ label }}</span>
+    {%- endfor %}
+  </figcaption>
+</figure>
+{%- endautoescape -%}
+{%- endmacro -%}
+
+{%- macro line_chart(chart, chart_id) -%}
+{%- autoescape false -%}
+<figure class="lab-chart lab-chart-wide">
+  {{ _open(chart, chart_id) }}
+    {%- for guide in chart.guides %}
+    <polyline class="chart-guide chart-{{ guide.kind }}" points="{{ guide.points }}"></polyline>
+    {%- endfor %}
+    {%- for line in chart.lines %}
+    <polyline class="chart-line chart-{{ line.kind }}" points="{{ line.points }}"><title>{{ line.label }}</title></polyline>
+    {%- endfor %}
+    {%- for label in chart.guide_labels %}
+    <text class="chart-guide-label chart-{{ label.kind }}" x="{{ label.x }}" y="{{ label.y }}">{{ label.label }}</text>
+    {%- endfor %}
+    {%- for tick in chart.step_ticks %}
+    <text class="chart-tick" x="{{ tick.at }}" y="{{ chart.frame.label_y }}" text-anchor="{{ tick.kind }}">{{ tick.label }}</text>
+    {%- endfor %}
+  {{ _axis(chart.frame) }}
+  <figcaption>{{ chart.title }} (step on the horizontal axis)
+    <span class="chart-key chart-key-global">global item mean</span>
+    <span class="chart-key chart-key-rank-mean">plain rank mean</span>
+  </figcaption>
+</figure>
+{%- endautoescape -%}
+{%- endmacro -%}"""  # noqa: E501
+
 PLAIN = jinja2.Environment(autoescape=False)
 ESCAPED = jinja2.Environment(autoescape=True)
 
@@ -78,6 +148,14 @@ def check(view: LabView) -> None:
         assert markup.grid_elements(chart) == PLAIN.from_string(GRID).render(chart=chart)
     for chart in (view.counts_chart, view.influence_chart):
         assert markup.bar_elements(chart) == PLAIN.from_string(BARS).render(chart=chart)
+    for chart, chart_id in ((view.counts_chart, "lab-chart-counts"), (view.influence_chart, "c")):
+        macro = templates.env.from_string(CHARTS + "{{ bar_chart(chart, chart_id) }}")
+        assert markup.bar_chart(chart, chart_id) == macro.render(chart=chart, chart_id=chart_id)
+    if view.trajectory is not None:
+        chart = view.trajectory.chart
+        macro = templates.env.from_string(CHARTS + "{{ line_chart(chart, chart_id) }}")
+        expected = macro.render(chart=chart, chart_id="lab-chart-trajectory")
+        assert markup.line_chart(chart, "lab-chart-trajectory") == expected
     line = view.number_line
     assert markup.number_line_elements(line) == ESCAPED.from_string(NUMBER_LINE).render(line=line)
 
@@ -124,6 +202,8 @@ def test_items_form_elements_are_the_loops_text(
         check(lab_view(result, state, path))
 
 
-@pytest.mark.parametrize("name", ["rank_rows", "grid_elements", "bar_elements"])
+@pytest.mark.parametrize(
+    "name", ["rank_rows", "grid_elements", "bar_elements", "bar_chart", "line_chart"]
+)
 def test_the_filters_are_the_templates(name: str) -> None:
     assert templates.env.filters[name] is getattr(markup, name)

@@ -112,10 +112,84 @@ def number_line_elements(line: NumberLine) -> Markup:
     return Markup("".join(parts))
 
 
+def bar_chart(chart: BarChart, chart_id: str) -> Markup:
+    """A whole bar chart: its figure, frame, grid, bars, values, rank labels and legend."""
+    frame = chart.frame
+    legend = "".join(
+        [
+            f'\n    <span class="chart-key chart-key-{kind}">{label}</span>'
+            for kind, label in chart.legend
+        ]
+    )
+    return Markup(
+        '<figure class="lab-chart">'
+        f'\n  <svg viewBox="{frame.view_box}" role="img"'
+        f' aria-labelledby="{chart_id}-title {chart_id}-desc">'
+        f'\n    <title id="{chart_id}-title">{chart.title}</title>'
+        f'\n    <desc id="{chart_id}-desc">{chart.description}</desc>'
+        '\n    <g class="chart-grid">'
+        f"{grid_elements(chart)}"
+        "\n    </g>"
+        f"{bar_elements(chart)}"
+        f'\n  <line class="chart-axis" x1="{frame.left}" x2="{frame.right}" y1="{frame.bottom}"'
+        f' y2="{frame.bottom}"></line>'
+        "\n  </svg>"
+        f"\n  <figcaption>{chart.title}{legend}"
+        "\n  </figcaption>"
+        "\n</figure>"
+    )
+
+
+def line_chart(chart: LineChart, chart_id: str) -> Markup:
+    """A whole line chart (the SGD paths): frame, grid, guides, curves, labels and legend."""
+    frame = chart.frame
+    parts = [
+        f'\n    <polyline class="chart-guide chart-{guide.kind}" points="{guide.points}">'
+        "</polyline>"
+        for guide in chart.guides
+    ]
+    parts += [
+        f'\n    <polyline class="chart-line chart-{line.kind}" points="{line.points}">'
+        f"<title>{line.label}</title></polyline>"
+        for line in chart.lines
+    ]
+    parts += [
+        f'\n    <text class="chart-guide-label chart-{label.kind}" x="{label.x}" y="{label.y}">'
+        f"{label.label}</text>"
+        for label in chart.guide_labels
+    ]
+    parts += [
+        f'\n    <text class="chart-tick" x="{tick.at}" y="{frame.label_y}"'
+        f' text-anchor="{tick.kind}">{tick.label}</text>'
+        for tick in chart.step_ticks
+    ]
+    return Markup(
+        '<figure class="lab-chart lab-chart-wide">'
+        f'\n  <svg viewBox="{frame.view_box}" role="img"'
+        f' aria-labelledby="{chart_id}-title {chart_id}-desc">'
+        f'\n    <title id="{chart_id}-title">{chart.title}</title>'
+        f'\n    <desc id="{chart_id}-desc">{chart.description}</desc>'
+        '\n    <g class="chart-grid">'
+        f"{grid_elements(chart)}"
+        "\n    </g>"
+        f"{''.join(parts)}"
+        f'\n  <line class="chart-axis" x1="{frame.left}" x2="{frame.right}" y1="{frame.bottom}"'
+        f' y2="{frame.bottom}"></line>'
+        "\n  </svg>"
+        f"\n  <figcaption>{chart.title} (step on the horizontal axis)"
+        '\n    <span class="chart-key chart-key-global">global item mean</span>'
+        '\n    <span class="chart-key chart-key-rank-mean">plain rank mean</span>'
+        "\n  </figcaption>"
+        "\n</figure>"
+    )
+
+
 # Filters rather than globals: the chart macros, imported without the render's context, see them.
 templates.env.filters.update(
     rank_rows=rank_rows,
     grid_elements=grid_elements,
     bar_elements=bar_elements,
     number_line_elements=number_line_elements,
+    bar_chart=bar_chart,
+    line_chart=line_chart,
 )
