@@ -6,7 +6,7 @@ Geometry is in SVG viewBox units and every label is already text; templates only
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from app.engine import GradientResult, Trajectory, trajectory
 from app.lab.query import DEFAULT_STEPS
@@ -28,8 +28,7 @@ class Formatter(Protocol):
     def __call__(self, value: float, digits: int = ..., /) -> str: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Dot:
+class Dot(NamedTuple):
     """One rank on the number line: centre, radius, its label and what it says."""
 
     cx: str
@@ -40,8 +39,7 @@ class Dot:
     empty: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Marker:
+class Marker(NamedTuple):
     """A vertical mark (g or the plain rank mean) with its label, kept inside the frame."""
 
     x: str
