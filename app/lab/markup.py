@@ -2,9 +2,10 @@
 
 A template loop costs a Jinja attribute lookup and a yield per value, and the lab fragment shows
 some 600 values in per-rank rows and chart elements: written here they cost a fifth of that.
-The templates keep everything around them (figures, captions, frames), and call these as
-filters. Each filter writes exactly what the template loop it replaced wrote (tests/
-test_lab_markup.py renders those loops and compares): the text comes from the view model
+The templates keep everything around them (figures, captions, frames; the bar and line charts
+are written here whole, for the chart macros they replaced), and call these as filters. Each
+filter writes exactly what the template loop or macro it replaced wrote (tests/
+test_lab_markup.py renders those and compares): the text comes from the view model
 (``app.lab.view``, ``app.lab.pictures``), free of HTML's special characters
 (tests/test_lab_view.py), so none is escaped; the number line's loop escaped its text, and the
 comparison holds there too (its ticks, marks and dot titles hold no apostrophe either).
