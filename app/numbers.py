@@ -100,8 +100,22 @@ def _float_text(value: float | int, digits: int) -> str:
     return MINUS + text[1:] if text[0] == "-" else text
 
 
+# Half a unit of the k-th decimal: (1, 2×10ᵏ).
+_HALVES = [(1, 2 * 10**k) for k in range(400)]
+
+
 def _float_printed(value: float | int, digits: int) -> Printed:
     text = format(value, _G[digits] if digits < 128 else f".{digits}g")
+    if "e" not in text and text[-1] not in "fn":  # fixed notation, the common case
+        point = text.find(".")
+        if point < 0:
+            whole = int(text)
+            return Printed(MINUS + text[1:] if whole < 0 else text, (whole, 1), (1, 2))
+        mantissa = int(text.replace(".", "", 1))
+        shown = MINUS + text[1:] if text[0] == "-" else text
+        return Printed(
+            shown, (mantissa, _POWERS[len(text) - point - 1]), _HALVES[len(text) - point - 1]
+        )
     e = text.find("e")
     if e >= 0:
         head, exponent = text[:e], int(text[e + 1 :])
@@ -125,7 +139,33 @@ def _float_printed(value: float | int, digits: int) -> Printed:
     return Printed(shown, (mantissa, unit), (1, 2 * unit))
 
 
+# ``%e`` with ``d`` significant digits: the mantissa digits and exponent a float rounds to.
+_E = [f".{max(d - 1, 0)}e" for d in range(18)]
+
+
 def _exact_printed(value: Number, digits: int) -> Printed:
+    """An exact value (Fraction, big int) printed. Up to 17 digits, first through the nearest
+    float: Python rounds it correctly to ``digits`` digits, and that is the exact value's
+    rounding when the exact value lies strictly within half a unit of those digits (checked in
+    integers; a tie, a float under- or overflow, or a mantissa 10…0, which the exact value
+    might undercut into the decade below, take the exact way)."""
+    if digits <= 17:
+        top, bottom = value.numerator, value.denominator  # type: ignore[union-attr]
+        try:
+            near = top / bottom  # correctly rounded
+        except OverflowError:
+            near = 0.0
+        if near and near != math.inf and near != -math.inf:
+            head, tail = format(abs(near), _E[digits]).split("e")
+            rounded, place = int(head.replace(".", "", 1)), int(tail) - digits + 1
+            if rounded != _POWERS[digits - 1]:
+                top = abs(top)
+                if place >= 0:
+                    gap, unit = abs(top - rounded * bottom * _power(place)), bottom * _power(place)
+                else:
+                    gap, unit = abs(top * _power(-place) - rounded * bottom), bottom
+                if 2 * gap < unit:
+                    return _float_printed(near, digits)
     sign, digits_text, exponent = _scientific(value, digits)
     mantissa = digits_text.rstrip("0") or "0"
     if -4 <= exponent < digits:
