@@ -132,7 +132,7 @@ def test_printed_exact_fractions_match_the_reference() -> None:
             values.append(Fraction(rng.randint(-(10**12), 10**12), rng.randint(1, 10**9)))
         elif kind < 0.8:  # a rounding tie or a power of ten, nudged by far less than a float ulp
             boundary = Fraction(2 * rng.randint(10 ** (digits - 1), 10**digits) + 1, 2)
-            if rng.random() < 0.3:  # 10ᵈ − ½ units rounds up to 10…0 only from above
+            if rng.random() < 0.3:  # 10^d - 1/2 units rounds up to 10...0 only from above
                 boundary = rng.choice([Fraction(10**digits), Fraction(2 * 10**digits - 1, 2)])
             nudge = Fraction(rng.choice([-1, 0, 1]), 10 ** rng.randint(17, 40))
             values.append((boundary + nudge) * Fraction(10) ** rng.randint(-30, 30))
@@ -289,7 +289,7 @@ def test_all_lines_are_the_lines_written_from_the_trees() -> None:
         g, rm = r.agreement.counted, r.agreement.plain
         w, eta = Fraction(r.w), Fraction(r.eta)
 
-        def step(gradient: Fraction) -> Expr:
+        def step(gradient: Fraction, r: GradientResult = r) -> Expr:
             return minus(Value(r.w), times(Value(r.eta), Value(gradient)))
 
         expected = {
