@@ -272,6 +272,12 @@ def small_fraction(value: Number, digits: int = DIGITS) -> Fraction | None:
         return None  # a whole number is no fraction
     else:
         top, bottom = value.numerator, value.denominator
+    ratio = _small_ratio(top, bottom, digits)
+    return None if ratio is None else Fraction(*ratio)
+
+
+def _small_ratio(top: int, bottom: int, digits: int) -> Ratio | None:
+    """``small_fraction`` of the value top/bottom (reduced, bottom > 0) as (p, q), reduced."""
     p, q = _limit_denominator(top, bottom, MAX_DENOMINATOR)
     if q == 1 or (p * bottom != top * q and p / q != top / bottom):
         return None
@@ -280,10 +286,9 @@ def small_fraction(value: Number, digits: int = DIGITS) -> Fraction | None:
         rest //= 2
     while rest % 5 == 0:
         rest //= 5
-    guess = Fraction(p, q)
-    if rest == 1 and shown(guess, digits) == guess:
+    if rest == 1 and _shown_ratio(Fraction(p, q), digits) == (p, q):
         return None  # a decimal that ends within the shown digits: 0.125 stays 0.125
-    return guess
+    return p, q
 
 
 def fmt_exact(value: Number, digits: int = DIGITS) -> str:
@@ -291,6 +296,10 @@ def fmt_exact(value: Number, digits: int = DIGITS) -> str:
     fraction = small_fraction(value, digits) if value else None
     if fraction is None:
         return fmt(value, digits)
+    return _fraction_text(fraction)
+
+
+def _fraction_text(fraction: Fraction) -> str:
     sign = MINUS if fraction < 0 else ""
     return f"{sign}{abs(fraction.numerator)}/{fraction.denominator}"
 
@@ -434,11 +443,38 @@ class Printer:
     in N, g and its factor), so each prints once per digit count. Made per call, never kept:
     no state carries over, and an exact operand is held (and known) by its identity."""
 
-    __slots__ = ("_exact", "_floats")
+    __slots__ = ("_exact", "_floats", "_fractions")
 
     def __init__(self) -> None:
         self._floats: dict[int, dict[float, Printed]] = {}
         self._exact: dict[tuple[int, int], tuple[Number, Printed]] = {}
+        self._fractions: dict[tuple[float, int], str] = {}
+
+    def exact(self, value: float, digits: int) -> str:
+        """``fmt_exact(value, digits)`` of a float: p/q where it is a small fraction whose
+        decimals do not end, else its printed decimal."""
+        key = (value, digits)
+        text = self._fractions.get(key)
+        if text is None:
+            form = self(value, digits)
+            n, d = form.value
+            # As small_fraction: a decimal that reads back as the very float stays a decimal
+            # (the int division rounds correctly, as float() of the printed text does).
+            try:
+                ratio = (
+                    None
+                    if not value or n / d == value
+                    else _small_ratio(*value.as_integer_ratio(), digits)
+                )
+            except OverflowError:  # the printed decimal rounds beyond the largest float
+                ratio = _small_ratio(*value.as_integer_ratio(), digits)
+            text = (
+                form.text
+                if ratio is None
+                else f"{MINUS if ratio[0] < 0 else ''}{abs(ratio[0])}/{ratio[1]}"
+            )
+            self._fractions[key] = text
+        return text
 
     def __call__(self, value: Number, digits: int) -> Printed:
         if type(value) is float:

@@ -28,6 +28,7 @@ from app.numbers import (
     Whole,
     exact_sum,
     fmt,
+    fmt_exact,
     minus,
     over,
     plus,
@@ -172,6 +173,41 @@ def test_small_fraction_matches_limit_denominator() -> None:
     values += [rng.uniform(-5, 5) for _ in range(3000)] + [1 / 3 + 1e-12, 1 / 7 - 1e-16]
     for x in values:
         assert small_fraction(x) == reference_small_fraction(x), x
+
+
+def test_printer_exact_is_fmt_exact() -> None:
+    """``Printer.exact`` (the table columns' p/q or decimal) says what ``fmt_exact`` says."""
+    rng = random.Random(15)
+    values = [p / q for q in range(1, 1200, 7) for p in range(-40, 41, 3)]
+    values += [random_float(rng) for _ in range(3000)] + [1 / 1024, 1.7976931348623157e308]
+    printer = Printer()
+    for x in values:
+        for digits in (6, 7, 11, 17):
+            assert printer.exact(x, digits) == fmt_exact(x, digits), (x, digits)
+
+
+def test_columns_are_one_digit_count_for_all() -> None:
+    """``worked.column`` (each distinct value once, a shared Printer) against its definition:
+    the fewest digits (6 to 17) that print different values differently, then ``fmt_exact``."""
+    rng = random.Random(16)
+    for _ in range(500):
+        r = means_result(rng) if rng.random() < 0.5 else close_result(rng)
+        printer = worked.lines(r).printer
+        for values, exact in [
+            (r.counts, False),
+            (r.means, False),
+            (r.compensated_means, False),
+            (r.scale_factors, True),
+            (r.influence_rank_mean, True),
+            ((*r.influence_global, *r.influence_rank_mean), True),
+        ]:
+            unique = set(values)
+            digits = next(
+                (d for d in range(6, 18) if len({fmt(v, d) for v in unique}) == len(unique)), 17
+            )
+            expected = tuple(fmt_exact(v, digits) if exact else fmt(v, digits) for v in values)
+            assert worked.column(values, exact, printer) == expected
+            assert worked.column(values, exact) == expected
 
 
 def test_exact_sum_is_the_fraction_sum() -> None:

@@ -30,7 +30,6 @@ from app.numbers import (
     exact_sum,
     fmt,
     fmt_distinct,
-    fmt_exact,
     minus,
     over,
     plus,
@@ -93,6 +92,8 @@ class Lines:
     difference: str
     factors: tuple[str, ...]
     compensated_means: tuple[str, ...]
+    # The forms the lines printed: the request's table columns print with it too (``column``).
+    printer: Printer
 
 
 def lines(result: GradientResult) -> Lines:
@@ -171,6 +172,7 @@ def lines(result: GradientResult) -> Lines:
         ),
         factors=tuple(map(share, range(ranks))),
         compensated_means=tuple(map(product, range(ranks))),
+        printer=printer,
     )
 
 
@@ -346,11 +348,21 @@ def _joined(values: Sequence[Number], forms: list[Printed]) -> str:
     )
 
 
-def column(values: tuple[float, ...], exact: bool = False) -> tuple[str, ...]:
+def column(
+    values: tuple[float, ...], exact: bool = False, printer: Printer | None = None
+) -> tuple[str, ...]:
     """A table column: one digit count, the fewest that print different values differently;
-    ``exact`` shows small fractions whose decimals do not end as p/q (1/12)."""
-    digits = distinct_digits(values)
-    return tuple(fmt_exact(v, digits) if exact else fmt(v, digits) for v in values)
+    ``exact`` shows small fractions whose decimals do not end as p/q (1/12). Each distinct
+    value prints once; ``printer`` shares the forms other columns and lines printed."""
+    show = Printer() if printer is None else printer
+    unique = set(values)
+    for digits in range(DIGITS, MAX_DIGITS + 1):
+        texts = {value: show(value, digits).text for value in unique}
+        if len(set(texts.values())) == len(texts):
+            break
+    if exact:
+        texts = {value: show.exact(value, digits) for value in unique}
+    return tuple([texts[value] for value in values])
 
 
 def verdict(result: GradientResult) -> str:
