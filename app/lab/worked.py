@@ -26,10 +26,8 @@ from app.numbers import (
     Value,
     Whole,
     _holds,
-    distinct_digits,
     exact_sum,
     fmt,
-    fmt_distinct,
     minus,
     over,
     plus,
@@ -63,20 +61,36 @@ def figures(result: GradientResult) -> Figures:
     where the exact step is not 0."""
     g, rank_mean = result.agreement.counted, result.agreement.plain
     w, eta = Fraction(result.w), Fraction(result.eta)
-    shown_g, shown_rank_mean = fmt_distinct((g, rank_mean), most=MOST_DIGITS)
+    printer = Printer()
+    _, means = _distinct((g, rank_mean), printer, MOST_DIGITS)
     steps = ((result.w_new, w - eta * g), (result.w_new_rank_mean, w - eta * rank_mean))
-    digits = distinct_digits([rounded for rounded, _ in steps])
+    digits, rounded = _distinct([step for step, _ in steps], printer)
     w_new, w_new_rank_mean = (
-        fmt(exact if rounded == 0 and exact else rounded, digits) for rounded, exact in steps
+        printer(exact, digits).text if step == 0 and exact else rounded[step]
+        for step, exact in steps
     )
     return Figures(
         N=fmt(result.N),
-        global_gradient=shown_g,
-        rank_mean_gradient=shown_rank_mean,
+        global_gradient=means[g],
+        rank_mean_gradient=means[rank_mean],
         w_new=w_new,
         w_new_rank_mean=w_new_rank_mean,
         w_new_difference=fmt(eta * (g - rank_mean)),
     )
+
+
+def _distinct(
+    values: Sequence[Number], printer: Printer, most: int = MAX_DIGITS
+) -> tuple[int, dict[Number, str]]:
+    """``distinct_digits`` and the texts with those digits, each distinct value printed once
+    per digit count: the fewest digits (6 to ``most``) that print different values
+    differently (``most`` if none does), and value → text."""
+    unique = set(values)
+    for digits in range(DIGITS, most + 1):
+        texts = {value: printer(value, digits).text for value in unique}
+        if len(set(texts.values())) == len(texts):
+            break
+    return digits, texts
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,13 +369,9 @@ def column(
     ``exact`` shows small fractions whose decimals do not end as p/q (1/12). Each distinct
     value prints once; ``printer`` shares the forms other columns and lines printed."""
     show = Printer() if printer is None else printer
-    unique = set(values)
-    for digits in range(DIGITS, MAX_DIGITS + 1):
-        texts = {value: show(value, digits).text for value in unique}
-        if len(set(texts.values())) == len(texts):
-            break
+    digits, texts = _distinct(values, show)
     if exact:
-        texts = {value: show.exact(value, digits) for value in unique}
+        texts = {value: show.exact(value, digits) for value in set(values)}
     return tuple([texts[value] for value in values])
 
 
@@ -420,14 +430,18 @@ class PathWords:
 
 
 def path_words(path: Trajectory) -> PathWords:
-    fixed_global, fixed_rank_mean = fmt_distinct(
-        (path.fixed_point_global, path.fixed_point_rank_mean)
-    )
+    printer = Printer()
+
+    def distinct(a: float, b: float) -> tuple[str, str]:
+        texts = _distinct((a, b), printer)[1]
+        return texts[a], texts[b]
+
+    fixed_global, fixed_rank_mean = distinct(path.fixed_point_global, path.fixed_point_rank_mean)
     # Both fixed points printed with the digits that tell them apart.
     global_course = course("global", fixed_global, path.contraction_global)
     rank_course = course("rank mean", fixed_rank_mean, path.contraction_rank_mean)
-    final_global, final_rank_mean = fmt_distinct((path.w_global[-1], path.w_rank_mean[-1]))
-    loss_global, loss_rank_mean = fmt_distinct((path.loss_global[-1], path.loss_rank_mean[-1]))
+    final_global, final_rank_mean = distinct(path.w_global[-1], path.w_rank_mean[-1])
+    loss_global, loss_rank_mean = distinct(path.loss_global[-1], path.loss_rank_mean[-1])
     steps = f"{path.steps} step" + ("" if path.steps == 1 else "s")
     description = (
         f"Line chart of w over {steps} from w = {fmt(path.w_global[0])}: the global item mean"
