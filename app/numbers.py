@@ -67,7 +67,7 @@ def _near_scientific(top: int, bottom: int, digits: int) -> tuple[int, str, int]
 def _scientific(value: Number, digits: int) -> tuple[int, str, int]:
     """``(sign, mantissa digits, exponent)`` of value rounded to ``digits`` significant digits."""
     if not isinstance(value, float | int):  # a Fraction (float first: the Fraction ABC is slow)
-        if digits <= 17:
+        if digits <= 15:  # with more digits, a float's own error often decides nothing
             near = _near_scientific(value.numerator, value.denominator, digits)
             if near is not None:
                 return near
