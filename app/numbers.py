@@ -725,10 +725,13 @@ def holds(expression: Ratio, result: Printed, scale: Fraction = Fraction(1)) -> 
 
     ``scale`` converts the result's unit to the expression's (the result "15 ms": 10⁻³).
     """
-    return _holds(expression, result, None if scale == 1 else (scale.numerator, scale.denominator))
+    return holds_ratio(
+        expression, result, None if scale == 1 else (scale.numerator, scale.denominator)
+    )
 
 
-def _holds(expression: Ratio, result: Printed, scale: Ratio | None) -> bool:
+def holds_ratio(expression: Ratio, result: Printed, scale: Ratio | None = None) -> bool:
+    """``holds`` on ints: the expression's value and the scale as (numerator, denominator)."""
     n, d = expression
     (vn, vd), (hn, hd) = result.value, result.half
     if scale is not None:
@@ -805,7 +808,7 @@ def write(
             if not name and answer.text in seen and seen[answer.text] != result:
                 continue
             value = value or form.evaluate(forms)
-            if _holds(value, answer, to_base):
+            if holds_ratio(value, answer, to_base):
                 return Line(form.render(forms), answer.text + suffix, digits)
         return None
 

@@ -25,9 +25,9 @@ from app.numbers import (
     Ratio,
     Value,
     Whole,
-    _holds,
     exact_sum,
     fmt,
+    holds_ratio,
     minus,
     over,
     plus,
@@ -203,7 +203,7 @@ class _Quick:
     where they differ; (2) the result prints like an operand only when it equals it; (3) the
     printed expression's exact value (every printed operand is an int over a power of ten, so
     the value is a ratio of ints) lies strictly within half a unit of the printed result's
-    last digit, or equals it (``_holds``, by cross-multiplication). A negative operand after
+    last digit, or equals it (``holds_ratio``, by cross-multiplication). A negative operand after
     an operator prints in parentheses, as ``Formula`` wraps it. Lines that need more than 17
     digits (exact means closer than floats show) are rare: ``write`` writes those.
     """
@@ -232,7 +232,7 @@ class _Quick:
         for result_digits in range(digits - 1, 2, -1) if fewer else (digits,):
             answer = self.show(result, result_digits)
             other = seen.get(answer.text, result)
-            if (other is result or other == result) and _holds(value, answer, None):
+            if (other is result or other == result) and holds_ratio(value, answer, None):
                 return f" = {answer.text}"
         return None
 
