@@ -34,43 +34,9 @@ Number = float | int | Fraction
 LOG10_2 = math.log10(2)
 
 
-# ``%e`` with ``d`` significant digits: the mantissa digits and exponent a float rounds to.
-_E = [f".{max(d - 1, 0)}e" for d in range(18)]
-
-
-def _near_scientific(top: int, bottom: int, digits: int) -> tuple[int, str, int] | None:
-    """``_scientific`` of top/bottom (bottom > 0, ``digits`` ≤ 17) through the nearest float:
-    Python rounds that float correctly to ``digits`` digits, and those are the exact value's
-    digits when the exact value lies strictly within half a unit of them (checked in ints).
-    None (take the exact way) on a tie, a float under- or overflow, or a mantissa 10…0: the
-    exact value might lie just under the power of ten, in the decade below."""
-    try:
-        near = top / bottom  # correctly rounded
-    except OverflowError:
-        return None
-    if not near or near in (math.inf, -math.inf):
-        return None
-    head, tail = format(abs(near), _E[digits]).split("e")
-    digits_text = head.replace(".", "", 1)
-    rounded, exponent = int(digits_text), int(tail)
-    if rounded == _POWERS[digits - 1]:
-        return None
-    place = exponent - digits + 1
-    top = abs(top)
-    if place >= 0:
-        gap, unit = abs(top - rounded * bottom * _power(place)), bottom * _power(place)
-    else:
-        gap, unit = abs(top * _power(-place) - rounded * bottom), bottom
-    return ((-1 if near < 0 else 1), digits_text, exponent) if 2 * gap < unit else None
-
-
 def _scientific(value: Number, digits: int) -> tuple[int, str, int]:
     """``(sign, mantissa digits, exponent)`` of value rounded to ``digits`` significant digits."""
     if not isinstance(value, float | int):  # a Fraction (float first: the Fraction ABC is slow)
-        if digits <= 15:  # with more digits, a float's own error often decides nothing
-            near = _near_scientific(value.numerator, value.denominator, digits)
-            if near is not None:
-                return near
         sign = -1 if value < 0 else 1
         p, q = abs(value.numerator), value.denominator
         # 10**e <= p/q < 10**(e + 1): a guess from the bit lengths, then corrected.

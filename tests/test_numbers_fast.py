@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import pytest
 
-from app.engine import GradientResult, from_means, trajectory
+from app.engine import GradientResult, from_means
 from app.lab import worked
 from app.numbers import (
     MINUS,
@@ -26,10 +26,8 @@ from app.numbers import (
     Printer,
     Value,
     Whole,
-    distinct_digits,
     exact_sum,
     fmt,
-    fmt_distinct,
     fmt_exact,
     minus,
     over,
@@ -123,9 +121,8 @@ def test_printed_exact_values_match_the_reference(value: Number) -> None:
 
 
 def test_printed_exact_fractions_match_the_reference() -> None:
-    """Fractions print through their nearest float where its rounding is provably theirs:
-    ties, values a hair either side of a rounding boundary and of a power of ten, and values
-    beyond the float range all print as the exact reference says."""
+    """Exact values print as the exact reference says: ties, values a hair either side of a
+    rounding boundary and of a power of ten, and values beyond the float range."""
     rng = random.Random(13)
     values: list[Fraction] = []
     for _ in range(6000):
@@ -210,38 +207,6 @@ def test_columns_are_one_digit_count_for_all() -> None:
             expected = tuple(fmt_exact(v, digits) if exact else fmt(v, digits) for v in values)
             assert worked.column(values, exact, printer) == expected
             assert worked.column(values, exact) == expected
-
-
-def test_figures_and_path_words_tell_values_apart_as_fmt_distinct_does() -> None:
-    """``figures`` and ``path_words`` (one Printer, each value printed once per digit count)
-    against their definition in ``fmt_distinct`` / ``distinct_digits`` / ``fmt``."""
-    rng = random.Random(17)
-    special = [  # means apart only at the 26th digit; a step that rounds to 0 but is not 0
-        from_means([1e9, 1e9 - 1], [1.0, 1 + 2**-52], eta=0.5, w=1.0),
-        from_means([1.0], [1e-323], eta=0.75, w=5e-324),
-    ]
-    for index in range(400):
-        r = special[index] if index < len(special) else close_result(rng)
-        r = means_result(rng) if index % 2 and index > 1 else r
-        g, rm = r.agreement.counted, r.agreement.plain
-        w, eta = Fraction(r.w), Fraction(r.eta)
-        shown = worked.figures(r)
-        assert (shown.global_gradient, shown.rank_mean_gradient) == fmt_distinct((g, rm), most=60)
-        steps = ((r.w_new, w - eta * g), (r.w_new_rank_mean, w - eta * rm))
-        digits = distinct_digits([rounded for rounded, _ in steps])
-        assert (shown.w_new, shown.w_new_rank_mean) == tuple(
-            fmt(exact if rounded == 0 and exact else rounded, digits) for rounded, exact in steps
-        )
-        items = [[rng.randint(-50, 50) / 10 for _ in range(rng.randint(0, 4))] for _ in range(3)]
-        items[0].append(rng.choice([1e-9, 2.5, 1e6]))
-        path = trajectory(items, eta=r.eta, w=r.w, steps=rng.randint(1, 30))
-        words = worked.path_words(path)
-        fixed = fmt_distinct((path.fixed_point_global, path.fixed_point_rank_mean))
-        assert (words.global_course.fixed_point, words.rank_mean_course.fixed_point) == fixed
-        finals = fmt_distinct((path.w_global[-1], path.w_rank_mean[-1]))
-        assert (words.final_global, words.final_rank_mean) == finals
-        losses = fmt_distinct((path.loss_global[-1], path.loss_rank_mean[-1]))
-        assert (words.loss_final_global, words.loss_final_rank_mean) == losses
 
 
 def test_exact_sum_is_the_fraction_sum() -> None:

@@ -25,8 +25,10 @@ from app.numbers import (
     Ratio,
     Value,
     Whole,
+    distinct_digits,
     exact_sum,
     fmt,
+    fmt_distinct,
     holds_ratio,
     minus,
     over,
@@ -61,36 +63,20 @@ def figures(result: GradientResult) -> Figures:
     where the exact step is not 0."""
     g, rank_mean = result.agreement.counted, result.agreement.plain
     w, eta = Fraction(result.w), Fraction(result.eta)
-    printer = Printer()
-    _, means = _distinct((g, rank_mean), printer, MOST_DIGITS)
+    shown_g, shown_rank_mean = fmt_distinct((g, rank_mean), most=MOST_DIGITS)
     steps = ((result.w_new, w - eta * g), (result.w_new_rank_mean, w - eta * rank_mean))
-    digits, rounded = _distinct([step for step, _ in steps], printer)
+    digits = distinct_digits([rounded for rounded, _ in steps])
     w_new, w_new_rank_mean = (
-        printer(exact, digits).text if step == 0 and exact else rounded[step]
-        for step, exact in steps
+        fmt(exact if rounded == 0 and exact else rounded, digits) for rounded, exact in steps
     )
     return Figures(
         N=fmt(result.N),
-        global_gradient=means[g],
-        rank_mean_gradient=means[rank_mean],
+        global_gradient=shown_g,
+        rank_mean_gradient=shown_rank_mean,
         w_new=w_new,
         w_new_rank_mean=w_new_rank_mean,
         w_new_difference=fmt(eta * (g - rank_mean)),
     )
-
-
-def _distinct(
-    values: Sequence[Number], printer: Printer, most: int = MAX_DIGITS
-) -> tuple[int, dict[Number, str]]:
-    """``distinct_digits`` and the texts with those digits, each distinct value printed once
-    per digit count: the fewest digits (6 to ``most``) that print different values
-    differently (``most`` if none does), and value → text."""
-    unique = set(values)
-    for digits in range(DIGITS, most + 1):
-        texts = {value: printer(value, digits).text for value in unique}
-        if len(set(texts.values())) == len(texts):
-            break
-    return digits, texts
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,6 +348,20 @@ def _joined(values: Sequence[Number], forms: list[Printed]) -> str:
     )
 
 
+def _distinct(
+    values: Sequence[Number], printer: Printer, most: int = MAX_DIGITS
+) -> tuple[int, dict[Number, str]]:
+    """``distinct_digits`` and the texts with those digits, each distinct value printed once
+    per digit count: the fewest digits (6 to ``most``) that print different values
+    differently (``most`` if none does), and value → text."""
+    unique = set(values)
+    for digits in range(DIGITS, most + 1):
+        texts = {value: printer(value, digits).text for value in unique}
+        if len(set(texts.values())) == len(texts):
+            break
+    return digits, texts
+
+
 def column(
     values: tuple[float, ...], exact: bool = False, printer: Printer | None = None
 ) -> tuple[str, ...]:
@@ -430,18 +430,14 @@ class PathWords:
 
 
 def path_words(path: Trajectory) -> PathWords:
-    printer = Printer()
-
-    def distinct(a: float, b: float) -> tuple[str, str]:
-        texts = _distinct((a, b), printer)[1]
-        return texts[a], texts[b]
-
-    fixed_global, fixed_rank_mean = distinct(path.fixed_point_global, path.fixed_point_rank_mean)
+    fixed_global, fixed_rank_mean = fmt_distinct(
+        (path.fixed_point_global, path.fixed_point_rank_mean)
+    )
     # Both fixed points printed with the digits that tell them apart.
     global_course = course("global", fixed_global, path.contraction_global)
     rank_course = course("rank mean", fixed_rank_mean, path.contraction_rank_mean)
-    final_global, final_rank_mean = distinct(path.w_global[-1], path.w_rank_mean[-1])
-    loss_global, loss_rank_mean = distinct(path.loss_global[-1], path.loss_rank_mean[-1])
+    final_global, final_rank_mean = fmt_distinct((path.w_global[-1], path.w_rank_mean[-1]))
+    loss_global, loss_rank_mean = fmt_distinct((path.loss_global[-1], path.loss_rank_mean[-1]))
     steps = f"{path.steps} step" + ("" if path.steps == 1 else "s")
     description = (
         f"Line chart of w over {steps} from w = {fmt(path.w_global[0])}: the global item mean"
