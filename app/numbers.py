@@ -100,8 +100,22 @@ def _float_text(value: float | int, digits: int) -> str:
     return MINUS + text[1:] if text[0] == "-" else text
 
 
+# Half a unit of the k-th decimal: (1, 2×10ᵏ).
+_HALVES = [(1, 2 * 10**k) for k in range(400)]
+
+
 def _float_printed(value: float | int, digits: int) -> Printed:
     text = format(value, _G[digits] if digits < 128 else f".{digits}g")
+    if "e" not in text and text[-1] not in "fn":  # fixed notation, the common case
+        point = text.find(".")
+        if point < 0:
+            whole = int(text)
+            return Printed(MINUS + text[1:] if whole < 0 else text, (whole, 1), (1, 2))
+        mantissa = int(text.replace(".", "", 1))
+        shown = MINUS + text[1:] if text[0] == "-" else text
+        return Printed(
+            shown, (mantissa, _POWERS[len(text) - point - 1]), _HALVES[len(text) - point - 1]
+        )
     e = text.find("e")
     if e >= 0:
         head, exponent = text[:e], int(text[e + 1 :])
@@ -232,6 +246,12 @@ def small_fraction(value: Number, digits: int = DIGITS) -> Fraction | None:
         return None  # a whole number is no fraction
     else:
         top, bottom = value.numerator, value.denominator
+    ratio = _small_ratio(top, bottom, digits)
+    return None if ratio is None else Fraction(*ratio)
+
+
+def _small_ratio(top: int, bottom: int, digits: int) -> Ratio | None:
+    """``small_fraction`` of the value top/bottom (reduced, bottom > 0) as (p, q), reduced."""
     p, q = _limit_denominator(top, bottom, MAX_DENOMINATOR)
     if q == 1 or (p * bottom != top * q and p / q != top / bottom):
         return None
@@ -240,10 +260,9 @@ def small_fraction(value: Number, digits: int = DIGITS) -> Fraction | None:
         rest //= 2
     while rest % 5 == 0:
         rest //= 5
-    guess = Fraction(p, q)
-    if rest == 1 and shown(guess, digits) == guess:
+    if rest == 1 and _shown_ratio(Fraction(p, q), digits) == (p, q):
         return None  # a decimal that ends within the shown digits: 0.125 stays 0.125
-    return guess
+    return p, q
 
 
 def fmt_exact(value: Number, digits: int = DIGITS) -> str:
@@ -251,6 +270,10 @@ def fmt_exact(value: Number, digits: int = DIGITS) -> str:
     fraction = small_fraction(value, digits) if value else None
     if fraction is None:
         return fmt(value, digits)
+    return _fraction_text(fraction)
+
+
+def _fraction_text(fraction: Fraction) -> str:
     sign = MINUS if fraction < 0 else ""
     return f"{sign}{abs(fraction.numerator)}/{fraction.denominator}"
 
@@ -394,11 +417,38 @@ class Printer:
     in N, g and its factor), so each prints once per digit count. Made per call, never kept:
     no state carries over, and an exact operand is held (and known) by its identity."""
 
-    __slots__ = ("_exact", "_floats")
+    __slots__ = ("_exact", "_floats", "_fractions")
 
     def __init__(self) -> None:
         self._floats: dict[int, dict[float, Printed]] = {}
         self._exact: dict[tuple[int, int], tuple[Number, Printed]] = {}
+        self._fractions: dict[tuple[float, int], str] = {}
+
+    def exact(self, value: float, digits: int) -> str:
+        """``fmt_exact(value, digits)`` of a float: p/q where it is a small fraction whose
+        decimals do not end, else its printed decimal."""
+        key = (value, digits)
+        text = self._fractions.get(key)
+        if text is None:
+            form = self(value, digits)
+            n, d = form.value
+            # As small_fraction: a decimal that reads back as the very float stays a decimal
+            # (the int division rounds correctly, as float() of the printed text does).
+            try:
+                ratio = (
+                    None
+                    if not value or n / d == value
+                    else _small_ratio(*value.as_integer_ratio(), digits)
+                )
+            except OverflowError:  # the printed decimal rounds beyond the largest float
+                ratio = _small_ratio(*value.as_integer_ratio(), digits)
+            text = (
+                form.text
+                if ratio is None
+                else f"{MINUS if ratio[0] < 0 else ''}{abs(ratio[0])}/{ratio[1]}"
+            )
+            self._fractions[key] = text
+        return text
 
     def __call__(self, value: Number, digits: int) -> Printed:
         if type(value) is float:
@@ -641,10 +691,13 @@ def holds(expression: Ratio, result: Printed, scale: Fraction = Fraction(1)) -> 
 
     ``scale`` converts the result's unit to the expression's (the result "15 ms": 10⁻³).
     """
-    return _holds(expression, result, None if scale == 1 else (scale.numerator, scale.denominator))
+    return holds_ratio(
+        expression, result, None if scale == 1 else (scale.numerator, scale.denominator)
+    )
 
 
-def _holds(expression: Ratio, result: Printed, scale: Ratio | None) -> bool:
+def holds_ratio(expression: Ratio, result: Printed, scale: Ratio | None = None) -> bool:
+    """``holds`` on ints: the expression's value and the scale as (numerator, denominator)."""
     n, d = expression
     (vn, vd), (hn, hd) = result.value, result.half
     if scale is not None:
@@ -721,7 +774,7 @@ def write(
             if not name and answer.text in seen and seen[answer.text] != result:
                 continue
             value = value or form.evaluate(forms)
-            if _holds(value, answer, to_base):
+            if holds_ratio(value, answer, to_base):
                 return Line(form.render(forms), answer.text + suffix, digits)
         return None
 

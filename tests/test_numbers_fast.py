@@ -28,6 +28,7 @@ from app.numbers import (
     Whole,
     exact_sum,
     fmt,
+    fmt_exact,
     minus,
     over,
     plus,
@@ -119,6 +120,34 @@ def test_printed_exact_values_match_the_reference(value: Number) -> None:
         )
 
 
+def test_printed_exact_fractions_match_the_reference() -> None:
+    """Exact values print as the exact reference says: ties, values a hair either side of a
+    rounding boundary and of a power of ten, and values beyond the float range."""
+    rng = random.Random(13)
+    values: list[Fraction] = []
+    for _ in range(6000):
+        digits = rng.choice([3, 6, 7, 12, 17])
+        kind = rng.random()
+        if kind < 0.4:
+            values.append(Fraction(rng.randint(-(10**12), 10**12), rng.randint(1, 10**9)))
+        elif kind < 0.8:  # a rounding tie or a power of ten, nudged by far less than a float ulp
+            boundary = Fraction(2 * rng.randint(10 ** (digits - 1), 10**digits) + 1, 2)
+            if rng.random() < 0.3:  # 10^d - 1/2 units rounds up to 10...0 only from above
+                boundary = rng.choice([Fraction(10**digits), Fraction(2 * 10**digits - 1, 2)])
+            nudge = Fraction(rng.choice([-1, 0, 1]), 10 ** rng.randint(17, 40))
+            values.append((boundary + nudge) * Fraction(10) ** rng.randint(-30, 30))
+        else:  # beyond or at the edges of the float range
+            values.append(
+                Fraction(rng.randint(1, 10**6), 7) * Fraction(10) ** rng.randint(-330, 330)
+            )
+    for value in values:
+        for digits in (3, 6, 7, 12, 17):
+            form = printed(value, digits)
+            assert (form.text, Fraction(*form.value), Fraction(*form.half)) == reference_printed(
+                value, digits
+            ), (value, digits)
+
+
 def reference_small_fraction(value: float, digits: int = 6) -> Fraction | None:
     top, bottom = printed(value, digits).value
     if top / bottom == value:
@@ -143,6 +172,41 @@ def test_small_fraction_matches_limit_denominator() -> None:
     values += [rng.uniform(-5, 5) for _ in range(3000)] + [1 / 3 + 1e-12, 1 / 7 - 1e-16]
     for x in values:
         assert small_fraction(x) == reference_small_fraction(x), x
+
+
+def test_printer_exact_is_fmt_exact() -> None:
+    """``Printer.exact`` (the table columns' p/q or decimal) says what ``fmt_exact`` says."""
+    rng = random.Random(15)
+    values = [p / q for q in range(1, 1200, 7) for p in range(-40, 41, 3)]
+    values += [random_float(rng) for _ in range(3000)] + [1 / 1024, 1.7976931348623157e308]
+    printer = Printer()
+    for x in values:
+        for digits in (6, 7, 11, 17):
+            assert printer.exact(x, digits) == fmt_exact(x, digits), (x, digits)
+
+
+def test_columns_are_one_digit_count_for_all() -> None:
+    """``worked.column`` (each distinct value once, a shared Printer) against its definition:
+    the fewest digits (6 to 17) that print different values differently, then ``fmt_exact``."""
+    rng = random.Random(16)
+    for _ in range(500):
+        r = means_result(rng) if rng.random() < 0.5 else close_result(rng)
+        printer = worked.lines(r).printer
+        for values, exact in [
+            (r.counts, False),
+            (r.means, False),
+            (r.compensated_means, False),
+            (r.scale_factors, True),
+            (r.influence_rank_mean, True),
+            ((*r.influence_global, *r.influence_rank_mean), True),
+        ]:
+            unique = set(values)
+            digits = next(
+                (d for d in range(6, 18) if len({fmt(v, d) for v in unique}) == len(unique)), 17
+            )
+            expected = tuple(fmt_exact(v, digits) if exact else fmt(v, digits) for v in values)
+            assert worked.column(values, exact, printer) == expected
+            assert worked.column(values, exact) == expected
 
 
 def test_exact_sum_is_the_fraction_sum() -> None:
@@ -228,6 +292,71 @@ def test_lines_are_written_from_the_trees() -> None:
         for n, factor, line in zip(r.counts, r.scale_factors, lines.factors, strict=True):
             share = over(times(Whole(r.P), Value(n)), Value(total))
             assert line == str(written(share, factor, most=60))
+
+
+def close_result(rng: random.Random) -> GradientResult:
+    """Means-form states where lines need more digits, fewer digits for the result, or more
+    than 17 digits (rank means that differ far below float resolution)."""
+    p = rng.randint(2, 8)
+    counts = [
+        float(rng.choice([0, 1, 3, 7, 64, 10**6, 10**9, rng.randint(1, 99)])) for _ in range(p)
+    ]
+    counts[0] = counts[0] or 5.0
+    base = rng.choice([1.0, 2.5, -3.3, 1e-7, 123456.789, 9.99999949])
+    means = [
+        rng.choice([base, base + 1e-9, base * (1 + 2**-52), rng.randint(-99, 99) / 10])
+        for _ in range(p)
+    ]
+    return from_means(
+        counts, means, eta=rng.choice([1.0, 0.37, 3.5, 1e-3]), w=rng.choice([0.0, 1e6, -7.25, 2.5])
+    )
+
+
+def test_all_lines_are_the_lines_written_from_the_trees() -> None:
+    """Every line of ``worked.lines`` (its quick shapes, 6 to 17 digits and fewer-digit
+    results) is the line ``written`` makes of the same tree with the exact result."""
+    rng = random.Random(14)
+    for index in range(600):
+        r = means_result(rng) if index % 2 else close_result(rng)
+        lines = worked.lines(r)
+        counts, means, ranks = r.counts, r.means, r.P
+        total = sum((Fraction(n) for n in counts), Fraction(0))
+        g, rm = r.agreement.counted, r.agreement.plain
+        w, eta = Fraction(r.w), Fraction(r.eta)
+
+        def step(gradient: Fraction, r: GradientResult = r) -> Expr:
+            return minus(Value(r.w), times(Value(r.eta), Value(gradient)))
+
+        expected = {
+            "N": (plus(*map(Value, counts)), total),
+            "g": (
+                over(
+                    plus(*(times(Value(n), Value(m)) for n, m in zip(counts, means, strict=True))),
+                    Value(total),
+                ),
+                g,
+            ),
+            "rank_mean": (over(plus(*map(Value, means)), Whole(ranks)), rm),
+            "compensated": (over(plus(*map(Value, r.compensated_means)), Whole(ranks)), g),
+            "w_new": (step(g), w - eta * g),
+            "w_new_rank_mean": (step(rm), w - eta * rm),
+            "difference": (times(Value(r.eta), minus(Value(g), Value(rm))), eta * (g - rm)),
+        }
+        for name, (tree, value) in expected.items():
+            assert getattr(lines, name) == str(written(tree, value, most=60)), (name, r)
+        for n, f, m, c, share, product in zip(
+            counts,
+            r.scale_factors,
+            means,
+            r.compensated_means,
+            lines.factors,
+            lines.compensated_means,
+            strict=True,
+        ):
+            assert share == str(
+                written(over(times(Whole(ranks), Value(n)), Value(total)), f, most=60)
+            )
+            assert product == str(written(times(Value(f), Value(m)), c, most=60))
 
 
 @pytest.mark.parametrize(

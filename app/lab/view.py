@@ -211,11 +211,11 @@ def _rank_rows(
     result: GradientResult, state: GradientRequest, worked: Lines, counts: tuple[str, ...]
 ) -> tuple[RankRow, ...]:
     rows = []
-    means = column(result.means)
-    factors = column(result.scale_factors, exact=True)
-    compensated = column(result.compensated_means)
-    influence_global = column(result.influence_global, exact=True)
-    influence_rank_mean = column(result.influence_rank_mean, exact=True)
+    means = column(result.means, printer=worked.printer)
+    factors = column(result.scale_factors, exact=True, printer=worked.printer)
+    compensated = column(result.compensated_means, printer=worked.printer)
+    influence_global = column(result.influence_global, exact=True, printer=worked.printer)
+    influence_rank_mean = column(result.influence_rank_mean, exact=True, printer=worked.printer)
     for r in range(result.P):
         items = gradients = ""
         if state.targets is not None:
@@ -249,7 +249,7 @@ def lab_view(
     """The results fragment's view of one engine result (and, in the items form, a trajectory)."""
     shown = figures(result)
     worked = lines(result)
-    counts = column(result.counts)
+    counts = column(result.counts, printer=worked.printer)
     return LabView(
         mode="items" if state.targets is not None else "means",
         N=shown.N,

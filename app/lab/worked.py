@@ -1,3 +1,4 @@
+# ruff: noqa: RUF002 (the docstrings show the lines' minus and times signs as printed)
 """The lab's words and digits: headline figures, written-out lines and explanatory sentences.
 
 Every line here holds as printed (``app.numbers.written``); every sentence is chosen by the
@@ -5,23 +6,30 @@ numbers it describes (the engine's verdicts, the contraction factors, the ring's
 The view model places these strings; the templates only show them.
 """
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
 from app.engine import GradientResult, RingCost, Trajectory
 from app.numbers import (
+    DIGITS,
+    MAX_DIGITS,
+    MINUS,
+    TIMES,
     Expr,
     Formula,
     Number,
+    Printed,
     Printer,
+    Ratio,
     Value,
     Whole,
     distinct_digits,
     exact_sum,
     fmt,
     fmt_distinct,
-    fmt_exact,
+    holds_ratio,
     minus,
     over,
     plus,
@@ -84,6 +92,8 @@ class Lines:
     difference: str
     factors: tuple[str, ...]
     compensated_means: tuple[str, ...]
+    # The forms the lines printed: the request's table columns print with it too (``column``).
+    printer: Printer
 
 
 def lines(result: GradientResult) -> Lines:
@@ -93,45 +103,276 @@ def lines(result: GradientResult) -> Lines:
     The two means enter as their exact values (``result.agreement``), so each line holds as
     printed even where the floats they round to cannot show their difference. The lines share
     one ``Printer``: an operand that several lines show (a count, g, N) prints once per digits.
+
+    Each line is first tried by ``_Quick`` (its shape's arithmetic on ints, 6 to 17 digits);
+    only a line that none of those digit counts makes hold goes to ``app.numbers.write``.
     """
     g, rank_mean = result.agreement.counted, result.agreement.plain
     counts, means, ranks = result.counts, result.means, result.P
+    factors, compensated = result.scale_factors, result.compensated_means
     total = exact_sum(counts)
     w, eta = Fraction(result.w), Fraction(result.eta)
     printer = Printer()
+    quick = _Quick(printer, result, total)
 
-    def line(form: Formula, value: Number) -> str:
-        return str(write(form, value, most=MOST_DIGITS, printer=printer))
+    def line(attempt: Attempt, form: Callable[[], Formula], value: Number) -> str:
+        for fewer in (False, True):
+            for digits in range(DIGITS, MAX_DIGITS + 1):
+                text = attempt(digits, fewer)
+                if text is not None:
+                    return text
+        return str(write(form(), value, most=MOST_DIGITS, printer=printer))
 
     def step(gradient: Fraction) -> str:
-        return line(Formula.step(result.w, result.eta, gradient), w - eta * gradient)
+        exact = w - eta * gradient
+        return line(
+            lambda digits, fewer: quick.step(digits, fewer, gradient, exact),
+            lambda: Formula.step(result.w, result.eta, gradient),
+            exact,
+        )
 
+    def share(r: int) -> str:
+        return line(
+            lambda digits, fewer: quick.share(digits, fewer, r),
+            lambda: Formula.share(ranks, counts[r], total),
+            factors[r],
+        )
+
+    def product(r: int) -> str:
+        return line(
+            lambda digits, fewer: quick.product(digits, fewer, r),
+            lambda: Formula.product(factors[r], means[r]),
+            compensated[r],
+        )
+
+    difference = eta * (g - rank_mean)
     return Lines(
-        N=line(Formula.total(counts), total),
-        g=line(Formula.weighted_mean(counts, means, total), g),
-        rank_mean=line(Formula.mean(means, ranks), rank_mean),
-        compensated=line(Formula.mean(result.compensated_means, ranks), g),
+        N=line(quick.total, lambda: Formula.total(counts), total),
+        g=line(
+            lambda digits, fewer: quick.weighted_mean(digits, fewer, g),
+            lambda: Formula.weighted_mean(counts, means, total),
+            g,
+        ),
+        rank_mean=line(
+            lambda digits, fewer: quick.mean(digits, fewer, means, rank_mean),
+            lambda: Formula.mean(means, ranks),
+            rank_mean,
+        ),
+        compensated=line(
+            lambda digits, fewer: quick.mean(digits, fewer, compensated, g),
+            lambda: Formula.mean(compensated, ranks),
+            g,
+        ),
         w_new=step(g),
         w_new_rank_mean=step(rank_mean),
-        difference=line(Formula.scaled_difference(result.eta, g, rank_mean), eta * (g - rank_mean)),
-        factors=tuple(
-            line(Formula.share(ranks, n, total), factor)
-            for n, factor in zip(counts, result.scale_factors, strict=True)
+        difference=line(
+            lambda digits, fewer: quick.difference(digits, fewer, g, rank_mean, difference),
+            lambda: Formula.scaled_difference(result.eta, g, rank_mean),
+            difference,
         ),
-        compensated_means=tuple(
-            line(Formula.product(factor, m), scaled)
-            for factor, m, scaled in zip(
-                result.scale_factors, means, result.compensated_means, strict=True
-            )
-        ),
+        factors=tuple(map(share, range(ranks))),
+        compensated_means=tuple(map(product, range(ranks))),
+        printer=printer,
     )
 
 
-def column(values: tuple[float, ...], exact: bool = False) -> tuple[str, ...]:
+# One attempt at a line: (digits, fewer) → the line as printed, or None.
+Attempt = Callable[[int, bool], str | None]
+
+
+class _Quick:
+    """The lines of ``lines``, one digit count at a time, each shape's arithmetic on plain
+    ints: the line as printed, or None where that digit count does not make it hold.
+
+    ``write`` tries the same digit counts in the same order with the same three checks, so the
+    first line this returns is the line ``write`` returns: (1) the operands print distinct
+    where they differ; (2) the result prints like an operand only when it equals it; (3) the
+    printed expression's exact value (every printed operand is an int over a power of ten, so
+    the value is a ratio of ints) lies strictly within half a unit of the printed result's
+    last digit, or equals it (``holds_ratio``, by cross-multiplication). A negative operand after
+    an operator prints in parentheses, as ``Formula`` wraps it. Lines that need more than 17
+    digits (exact means closer than floats show) are rare: ``write`` writes those.
+    """
+
+    __slots__ = ("N", "r", "show")
+
+    def __init__(self, printer: Printer, result: GradientResult, total: Fraction) -> None:
+        self.show, self.r, self.N = printer, result, total
+
+    def _end(
+        self,
+        digits: int,
+        fewer: bool,
+        value: Ratio,
+        result: Number,
+        operands: Sequence[Number],
+        forms: list[Printed],
+    ) -> str | None:
+        """`` = result`` as printed when checks (1) to (3) hold; ``fewer``: the result with
+        fewer digits than the operands, as many as hold (under cancellation)."""
+        seen: dict[str, Number] = {}
+        for operand, form in zip(operands, forms, strict=True):
+            other = seen.setdefault(form.text, operand)
+            if other is not operand and other != operand:
+                return None
+        for result_digits in range(digits - 1, 2, -1) if fewer else (digits,):
+            answer = self.show(result, result_digits)
+            other = seen.get(answer.text, result)
+            if (other is result or other == result) and holds_ratio(value, answer, None):
+                return f" = {answer.text}"
+        return None
+
+    def total(self, digits: int, fewer: bool) -> str | None:
+        """``n₀ + n₁ + …``: the printed operands' sum."""
+        counts = self.r.counts
+        forms = self.show.all(list(counts), digits)
+        end = self._end(digits, fewer, _sum([form.value for form in forms]), self.N, counts, forms)
+        return None if end is None else _joined(counts, forms) + end
+
+    def weighted_mean(self, digits: int, fewer: bool, g: Fraction) -> str | None:
+        """``(n₀×m₀ + …) / N``: products, their sum, over the printed N."""
+        r, total = self.r, self.N
+        counts = self.show.all(list(r.counts), digits)
+        means = self.show.all(list(r.means), digits)
+        shown = self.show(total, digits)
+        n, d = shown.value
+        if n <= 0:
+            return None
+        top, bottom = _sum(
+            [
+                (a * b, c * e)
+                for (a, c), (b, e) in zip(
+                    [f.value for f in counts], [f.value for f in means], strict=True
+                )
+            ]
+        )
+        operands: list[Number] = [v for pair in zip(r.counts, r.means, strict=True) for v in pair]
+        forms = [f for pair in zip(counts, means, strict=True) for f in pair]
+        end = self._end(
+            digits, fewer, (top * d, bottom * n), g, [*operands, total], [*forms, shown]
+        )
+        if end is None:
+            return None
+        terms = " + ".join(
+            [
+                f"{_wrap(a.text, count, i)}{TIMES}{_wrap(b.text, mean, 1)}"
+                for i, (count, mean, a, b) in enumerate(
+                    zip(r.counts, r.means, counts, means, strict=True)
+                )
+            ]
+        )
+        return f"({terms}) / {_wrap(shown.text, n, 1)}{end}"
+
+    def mean(self, digits: int, fewer: bool, values: Sequence[float], mean: Fraction) -> str | None:
+        """``(a + b + …) / P``."""
+        forms = self.show.all(list(values), digits)
+        top, bottom = _sum([form.value for form in forms])
+        end = self._end(digits, fewer, (top, bottom * self.r.P), mean, values, forms)
+        return None if end is None else f"({_joined(values, forms)}) / {self.r.P}{end}"
+
+    def step(self, digits: int, fewer: bool, gradient: Fraction, exact: Fraction) -> str | None:
+        """``w − η×g``."""
+        r, show = self.r, self.show
+        w, eta, g = show(r.w, digits), show(r.eta, digits), show(gradient, digits)
+        (wn, wd), (en, ed), (gn, gd) = w.value, eta.value, g.value
+        value = (wn * ed * gd - en * gn * wd, wd * ed * gd)
+        end = self._end(digits, fewer, value, exact, (r.w, r.eta, gradient), [w, eta, g])
+        if end is None:
+            return None
+        return f"{w.text} {MINUS} {_wrap(eta.text, en, 1)}{TIMES}{_wrap(g.text, gn, 1)}{end}"
+
+    def difference(
+        self, digits: int, fewer: bool, g: Fraction, rank_mean: Fraction, exact: Fraction
+    ) -> str | None:
+        """``η×(g − rank mean)``."""
+        show = self.show
+        eta, a, b = show(self.r.eta, digits), show(g, digits), show(rank_mean, digits)
+        (en, ed), (an, ad), (bn, bd) = eta.value, a.value, b.value
+        value = (en * (an * bd - bn * ad), ed * ad * bd)
+        end = self._end(digits, fewer, value, exact, (self.r.eta, g, rank_mean), [eta, a, b])
+        if end is None:
+            return None
+        return f"{eta.text}{TIMES}({_wrap(a.text, an, 1)} {MINUS} {_wrap(b.text, bn, 1)}){end}"
+
+    def share(self, digits: int, fewer: bool, rank: int) -> str | None:
+        """``P×nᵣ / N``: every operand follows an operator."""
+        r, total = self.r, self.N
+        count, shown = self.show(r.counts[rank], digits), self.show(total, digits)
+        (cn, cd), (n, d) = count.value, shown.value
+        if n == 0:
+            return None
+        top, bottom = r.P * cn * d, cd * n
+        value = (top, bottom) if bottom > 0 else (-top, -bottom)
+        end = self._end(
+            digits, fewer, value, r.scale_factors[rank], (r.counts[rank], total), [count, shown]
+        )
+        if end is None:
+            return None
+        return f"{r.P}{TIMES}{_wrap(count.text, cn, 1)} / {_wrap(shown.text, n, 1)}{end}"
+
+    def product(self, digits: int, fewer: bool, rank: int) -> str | None:
+        """``factorᵣ×mᵣ``."""
+        r = self.r
+        a, b = r.scale_factors[rank], r.means[rank]
+        factor, mean = self.show(a, digits), self.show(b, digits)
+        (an, ad), (bn, bd) = factor.value, mean.value
+        end = self._end(
+            digits, fewer, (an * bn, ad * bd), r.compensated_means[rank], (a, b), [factor, mean]
+        )
+        if end is None:
+            return None
+        return f"{factor.text}{TIMES}{_wrap(mean.text, bn, 1)}{end}"
+
+
+def _sum(ratios: list[Ratio]) -> Ratio:
+    """The exact sum of ratios over powers of ten (one divides the other)."""
+    top, bottom = 0, 1
+    for n, d in ratios:
+        if d == bottom:
+            top += n
+        elif d < bottom:
+            top += n * (bottom // d)
+        else:
+            top, bottom = top * (d // bottom) + n, d
+    return top, bottom
+
+
+def _wrap(text: str, value: Number, index: int) -> str:
+    """A negative operand after an operator (``index`` > 0) prints in parentheses."""
+    return f"({text})" if index and value < 0 else text
+
+
+def _joined(values: Sequence[Number], forms: list[Printed]) -> str:
+    return " + ".join(
+        [_wrap(form.text, v, i) for i, (v, form) in enumerate(zip(values, forms, strict=True))]
+    )
+
+
+def _distinct(
+    values: Sequence[Number], printer: Printer, most: int = MAX_DIGITS
+) -> tuple[int, dict[Number, str]]:
+    """``distinct_digits`` and the texts with those digits, each distinct value printed once
+    per digit count: the fewest digits (6 to ``most``) that print different values
+    differently (``most`` if none does), and value → text."""
+    unique = set(values)
+    for digits in range(DIGITS, most + 1):
+        texts = {value: printer(value, digits).text for value in unique}
+        if len(set(texts.values())) == len(texts):
+            break
+    return digits, texts
+
+
+def column(
+    values: tuple[float, ...], exact: bool = False, printer: Printer | None = None
+) -> tuple[str, ...]:
     """A table column: one digit count, the fewest that print different values differently;
-    ``exact`` shows small fractions whose decimals do not end as p/q (1/12)."""
-    digits = distinct_digits(values)
-    return tuple(fmt_exact(v, digits) if exact else fmt(v, digits) for v in values)
+    ``exact`` shows small fractions whose decimals do not end as p/q (1/12). Each distinct
+    value prints once; ``printer`` shares the forms other columns and lines printed."""
+    show = Printer() if printer is None else printer
+    digits, texts = _distinct(values, show)
+    if exact:
+        texts = {value: show.exact(value, digits) for value in set(values)}
+    return tuple([texts[value] for value in values])
 
 
 def verdict(result: GradientResult) -> str:
