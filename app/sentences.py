@@ -60,7 +60,15 @@ def lab_verdict(agreement: Agreement) -> str:
     high, low = (plain, counted) if plain > counted else (counted, plain)
     line = written(minus(Value(high), Value(low)), high - low, most=MOST_DIGITS)
     side = "higher" if plain > counted else "lower"
+    shown_plain, shown_counted = fmt(plain, line.digits), fmt(counted, line.digits)
+    if shown_plain == shown_counted:
+        # They differ past MOST_DIGITS digits (a count of 1e-250 items): no line can show the
+        # difference, so the sentence says they print alike and gives the difference alone.
+        return (
+            f"The plain rank mean gives {fmt(plain)} against g = {fmt(counted)}, alike to"
+            f" {line.digits} digits, yet {fmt(high - low)} {side}: {reason(agreement)}."
+        )
     return (
-        f"The plain rank mean gives {fmt(plain, line.digits)} instead of"
-        f" {fmt(counted, line.digits)} ({line.result} {side}): {reason(agreement)}."
+        f"The plain rank mean gives {shown_plain} instead of"
+        f" {shown_counted} ({line.result} {side}): {reason(agreement)}."
     )

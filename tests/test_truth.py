@@ -35,6 +35,8 @@ from app.engine import EngineError, accumulate, from_items, from_means, ring_all
 from app.lab.compute import compute
 from app.lab.state import GradientRequest, RingRequest
 from app.lab.view import lab_view, ring_view
+from app.numbers import fmt
+from app.sentences import MOST_DIGITS
 from tests.lab_states import items_state, means_state, ring_state
 
 STATES: Counter[str] = Counter()
@@ -276,19 +278,11 @@ def test_verdict_figures_and_lines_hold_for_any_means_state(
     STATES[f"means: {held}"] += 1
     assert view.agree is (g == rank_mean)
     if held == "differ":
-        match = re.fullmatch(
-            r"The plain rank mean gives (\S+) instead of (\S+) \((\S+) (lower|higher)\): (.+)\.",
-            view.verdict,
-        )
-        assert match, view.verdict
-        plain, counted, difference, side, reason = match.groups()
+        plain, counted, difference, side, reason = verdict_parts(view.verdict, rank_mean, g)
         check_rounded(plain, rank_mean, ulps(rank_mean))
         check_rounded(counted, g, ulps(g))
         check_rounded(difference, abs(rank_mean - g), ulps(rank_mean - g))
         assert side == ("higher" if rank_mean > g else "lower")
-        high, low = (plain, counted) if side == "higher" else (counted, plain)
-        check_line(f"{high} − {low} = {difference}")
-        assert plain != counted  # 3. different values never print alike
         kept = [(c, m) for c, m in zip(counts, means, strict=True) if c]
         if len(kept) < len(counts) and (
             len({c for c, _ in kept}) == 1 or len({Fraction(m) for _, m in kept}) == 1
@@ -339,6 +333,49 @@ def test_verdict_figures_and_lines_hold_for_any_means_state(
         check_line(row.compensated_formula)
         if row.empty:
             assert row.influence_global == row.influence_rank_mean == "0"
+
+
+def verdict_parts(verdict: str, rank_mean: Fraction, g: Fraction) -> tuple[str, ...]:
+    """The verdict of two means that differ: plain, counted, difference, side and reason, with
+    its arithmetic checked. Either "x instead of y (d lower)", where y − x = d holds as printed
+    and x, y print apart; or, for a difference past the verdict's digits, "x against g = y,
+    alike to k digits, yet d lower", where both exact means do print alike at k digits."""
+    match = re.fullmatch(
+        r"The plain rank mean gives (\S+) instead of (\S+) \((\S+) (lower|higher)\): (.+)\.",
+        verdict,
+    )
+    if match:
+        plain, counted, difference, side, reason = match.groups()
+        high, low = (plain, counted) if side == "higher" else (counted, plain)
+        check_line(f"{high} − {low} = {difference}")
+        assert plain != counted  # 3. different values never print alike
+        return match.groups()
+    match = re.fullmatch(
+        r"The plain rank mean gives (\S+) against g = (\S+), alike to (\d+) digits,"
+        r" yet (\S+) (lower|higher): (.+)\.",
+        verdict,
+    )
+    assert match, verdict
+    plain, counted, digits, difference, side, reason = match.groups()
+    assert int(digits) >= MOST_DIGITS
+    assert fmt(rank_mean, int(digits)) == fmt(g, int(digits))
+    return plain, counted, difference, side, reason
+
+
+def test_means_apart_past_the_verdicts_digits_print_alike_and_say_so() -> None:
+    # Found by hypothesis: the two means differ by about 1e-250; the verdict said "(0 higher)".
+    counts, means = [0.0, 1.0, 1.0, 1.327e-250], [-3.0, -3.0, 0.0, -3.0]
+    g, rank_mean = exact(counts, means)
+    view = lab_view(
+        from_means(counts, means, eta=0.1, w=1.0),
+        means_state((0.0, 1.0, 1.0, 1.327e-250), tuple(means), 0.1, 1.0),
+    )
+    assert "alike to" in view.verdict
+    plain, counted, difference, side, _ = verdict_parts(view.verdict, rank_mean, g)
+    check_rounded(plain, rank_mean, ulps(rank_mean))
+    check_rounded(counted, g, ulps(g))
+    check_rounded(difference, abs(rank_mean - g), ulps(rank_mean - g))
+    assert side == ("higher" if rank_mean > g else "lower")
 
 
 def check_line_text(line: str) -> str:
