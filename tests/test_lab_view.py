@@ -59,13 +59,13 @@ def test_fmt_reads_like_the_lesson(value: float, text: str) -> None:
 
 def test_lesson_example_formulas_carry_the_students_numbers() -> None:
     view = lesson_view()
-    assert view.N_formula == "2 + 6 = 8"
-    assert view.g_formula == "(2×1 + 6×3) / 8 = 2.5"
-    assert view.rank_mean_formula == "(1 + 3) / 2 = 2"
-    assert view.compensated_formula == "(0.5 + 4.5) / 2 = 2.5"
-    assert view.w_new_formula == "10 − 0.1×2.5 = 9.75"
-    assert view.w_new_rank_mean_formula == "10 − 0.1×2 = 9.8"
-    assert view.difference_formula == "0.1×(2.5 − 2) = 0.05"
+    assert view.lines.N == "2 + 6 = 8"
+    assert view.lines.g == "(2×1 + 6×3) / 8 = 2.5"
+    assert view.lines.rank_mean == "(1 + 3) / 2 = 2"
+    assert view.lines.compensated == "(0.5 + 4.5) / 2 = 2.5"
+    assert view.lines.w_new == "10 − 0.1×2.5 = 9.75"
+    assert view.lines.w_new_rank_mean == "10 − 0.1×2 = 9.8"
+    assert view.lines.difference == "0.1×(2.5 − 2) = 0.05"
     assert [row.factor_formula for row in view.ranks] == ["2×2 / 8 = 0.5", "2×6 / 8 = 1.5"]
     assert [row.compensated for row in view.ranks] == ["0.5", "4.5"]
     assert not view.agree
@@ -74,8 +74,8 @@ def test_lesson_example_formulas_carry_the_students_numbers() -> None:
 def test_negative_operands_are_parenthesised() -> None:
     state = means_state((1.0, 1.0), (-3.0, 1.0), 0.5, -2.0)
     view = lab_view(from_means(state.counts, state.means, eta=0.5, w=-2.0), state)
-    assert view.g_formula == "(1×(−3) + 1×1) / 2 = −1"
-    assert view.w_new_formula == "−2 − 0.5×(−1) = −1.5"
+    assert view.lines.g == "(1×(−3) + 1×1) / 2 = −1"
+    assert view.lines.w_new == "−2 − 0.5×(−1) = −1.5"
 
 
 def test_equal_counts_agree() -> None:

@@ -321,13 +321,13 @@ def test_verdict_figures_and_lines_hold_for_any_means_state(
     assert (view.w_new == view.w_new_rank_mean) is (result.w_new == result.w_new_rank_mean)
 
     # 1. every written-out line holds as printed, and its result is the true value
-    check_rounded(check_line_text(view.N_formula), sum(map(Fraction, counts), Fraction(0)))
-    check_rounded(check_line_text(view.g_formula), g, ulps(g))
-    check_rounded(check_line_text(view.rank_mean_formula), rank_mean, ulps(rank_mean))
-    check_line(view.compensated_formula)
-    check_rounded(check_line_text(view.w_new_formula), start - step * g, ulps(start - step * g))
-    check_line(view.w_new_rank_mean_formula)
-    check_rounded(check_line_text(view.difference_formula), step * (g - rank_mean), ulps(w))
+    check_rounded(check_line_text(view.lines.N), sum(map(Fraction, counts), Fraction(0)))
+    check_rounded(check_line_text(view.lines.g), g, ulps(g))
+    check_rounded(check_line_text(view.lines.rank_mean), rank_mean, ulps(rank_mean))
+    check_line(view.lines.compensated)
+    check_rounded(check_line_text(view.lines.w_new), start - step * g, ulps(start - step * g))
+    check_line(view.lines.w_new_rank_mean)
+    check_rounded(check_line_text(view.lines.difference), step * (g - rank_mean), ulps(w))
     for row in view.ranks:
         check_line(row.factor_formula)
         check_line(row.compensated_formula)
@@ -524,14 +524,14 @@ def test_a_tiny_difference_prints_as_different_numbers() -> None:
     )
     plain, counted = re.findall(r"gives (\S+) instead of (\S+) ", view.verdict)[0]
     assert plain != counted
-    check_line(view.difference_formula)
+    check_line(view.lines.difference)
 
 
 def test_huge_w_lines_hold_as_printed() -> None:
     view = lab_view(
         from_means([2, 6], [1, 3], eta=0.1, w=123456.7), means_state((2, 6), (1, 3), 0.1, 123456.7)
     )
-    for line in (view.w_new_formula, view.w_new_rank_mean_formula, view.difference_formula):
+    for line in (view.lines.w_new, view.lines.w_new_rank_mean, view.lines.difference):
         check_line(line)
     assert view.w_new != view.w_new_rank_mean
 
@@ -633,4 +633,4 @@ def test_a_step_below_the_float_range_is_not_printed_as_zero() -> None:
     truth = Fraction(5e-324) - Fraction(1, 2) * Fraction(1.5e-323)
     check_rounded(view.w_new, truth)
     assert view.w_new != "0"
-    check_line(view.w_new_formula)
+    check_line(view.lines.w_new)

@@ -182,13 +182,7 @@ class LabView:
     w_new: str
     w_new_rank_mean: str
     w_new_difference: str
-    N_formula: str
-    g_formula: str
-    rank_mean_formula: str
-    compensated_formula: str
-    w_new_formula: str
-    w_new_rank_mean_formula: str
-    difference_formula: str
+    lines: Lines  # the written-out lines with the student's numbers
     agree: bool
     verdict: str
     ranks: tuple[RankRow, ...]
@@ -258,13 +252,7 @@ def lab_view(
         w_new=shown.w_new,
         w_new_rank_mean=shown.w_new_rank_mean,
         w_new_difference=shown.w_new_difference,
-        N_formula=worked.N,
-        g_formula=worked.g,
-        rank_mean_formula=worked.rank_mean,
-        compensated_formula=worked.compensated,
-        w_new_formula=worked.w_new,
-        w_new_rank_mean_formula=worked.w_new_rank_mean,
-        difference_formula=worked.difference,
+        lines=worked,
         agree=result.agreement.agree,
         verdict=verdict(result),
         ranks=_rank_rows(result, state, worked, counts),
