@@ -141,6 +141,20 @@ def _float_printed(value: float | int, digits: int) -> Printed:
 
 def _exact_printed(value: Number, digits: int) -> Printed:
     sign, digits_text, exponent = _scientific(value, digits)
+    text, exact, place = _decimal(sign, digits_text, exponent, digits)
+    if place >= 0:
+        unit = _power(place)
+        ratio, half = (exact * unit, 1), (unit, 2)
+    else:
+        unit = _power(-place)
+        ratio, half = (exact, unit), (1, 2 * unit)
+    return Printed(text, ratio, half)
+
+
+def _decimal(sign: int, digits_text: str, exponent: int, digits: int) -> tuple[str, int, int]:
+    """The text of ``sign × 0.digits_text × 10^(exponent + 1)`` rounded to ``digits`` digits
+    (``_scientific``'s output), and its value as ``exact × 10^place`` (place: the last digit
+    printed)."""
     mantissa = digits_text.rstrip("0") or "0"
     if -4 <= exponent < digits:
         if exponent >= 0:
@@ -154,13 +168,7 @@ def _exact_printed(value: Number, digits: int) -> Printed:
         head = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
         text = f"{head}{TIMES}10{str(exponent).translate(SUPERSCRIPT)}"
         exact, place = sign * int(mantissa), exponent - (len(mantissa) - 1)
-    if place >= 0:
-        unit = _power(place)
-        ratio, half = (exact * unit, 1), (unit, 2)
-    else:
-        unit = _power(-place)
-        ratio, half = (exact, unit), (1, 2 * unit)
-    return Printed((MINUS if sign < 0 else "") + text, ratio, half)
+    return (MINUS if sign < 0 else "") + text, exact, place
 
 
 def printed(value: Number, digits: int = DIGITS) -> Printed:
@@ -180,6 +188,144 @@ def fmt(value: Number, digits: int = DIGITS) -> str:
     if isinstance(value, float | int):
         return _float_text(value, digits)
     return _exact_printed(value, digits).text
+
+
+# ---- one exact value at many digit counts ------------------------------------------------------
+
+# Digits an expansion keeps: it rounds to at most KEPT - 1 digits (one guard digit, then sticky).
+KEPT = 20
+
+
+class Digits:
+    """A nonzero exact value ``top/bottom`` (bottom > 0) expanded once to ``KEPT`` significant
+    digits (truncated, with a flag for any remainder), so that rounding it to any digit count up
+    to ``MAX_DIGITS`` is one ``divmod`` on a small int: what ``_scientific`` computes, without
+    finding the exponent and dividing the big ratio again for every digit count.
+
+    ``rounded(d)`` is ``(mantissa, exponent)``: the value rounded half to even to d digits is
+    ``±mantissa × 10^(exponent - d + 1)`` with ``10^(d-1) ≤ mantissa < 10^d``.
+    """
+
+    __slots__ = ("exponent", "head", "negative", "sticky")
+
+    def __init__(self, top: int, bottom: int) -> None:
+        self.negative = top < 0
+        p = -top if top < 0 else top
+        # 10**e <= p/q < 10**(e + 1): a guess from the bit lengths, then corrected.
+        e = math.floor((p.bit_length() - bottom.bit_length()) * LOG10_2)
+        while (p * _power(-e) if e < 0 else p) < (bottom if e < 0 else bottom * _power(e)):
+            e -= 1
+        while (p * _power(-e - 1) if e + 1 < 0 else p) >= (
+            bottom if e + 1 < 0 else bottom * _power(e + 1)
+        ):
+            e += 1
+        shift = KEPT - 1 - e  # head = floor(p/q × 10^shift) has KEPT digits
+        if shift >= 0:
+            head, rest = divmod(p * _power(shift), bottom)
+        else:
+            head, rest = divmod(p, bottom * _power(-shift))
+        self.exponent, self.head, self.sticky = e, head, rest != 0
+
+    def rounded(self, digits: int) -> tuple[int, int]:
+        unit = _POWERS[KEPT - digits]
+        mantissa, rest = divmod(self.head, unit)
+        twice = 2 * rest
+        if twice > unit or (twice == unit and (self.sticky or mantissa & 1)):
+            mantissa += 1
+            if mantissa == _POWERS[digits]:
+                return _POWERS[digits - 1], self.exponent + 1
+        return mantissa, self.exponent
+
+    def text(self, digits: int) -> str:
+        """``fmt(value, digits)``."""
+        mantissa, exponent = self.rounded(digits)
+        sign = -1 if self.negative else 1
+        return _decimal(sign, str(mantissa), exponent, digits)[0]
+
+
+def distinct_pair(a: Fraction, b: Fraction) -> tuple[str, str] | None:
+    """``fmt_distinct((a, b), most=m)`` for any m ≥ ``MAX_DIGITS`` when a = b or some digit count
+    up to ``MAX_DIGITS`` prints them apart (else None): each value expanded once."""
+    if a == b or not a or not b or (a < 0) != (b < 0):
+        return fmt(a), fmt(b)  # equal, or "0" or a sign tells them apart at 6 digits
+    x, y = Digits(a.numerator, a.denominator), Digits(b.numerator, b.denominator)
+    for digits in range(DIGITS, MAX_DIGITS + 1):
+        if x.rounded(digits) != y.rounded(digits):
+            return x.text(digits), y.text(digits)
+    return None
+
+
+def _place(mantissa: int, exponent: int, digits: int) -> int:
+    """The place of the last digit ``_decimal`` prints for the rounded ``mantissa``: its last
+    nonzero digit, and in fixed notation at most the units (a whole number prints every digit)."""
+    place = exponent - digits + 1
+    while mantissa % 10 == 0:
+        mantissa //= 10
+        place += 1
+    if -4 <= exponent < digits and place > 0:
+        return 0
+    return place
+
+
+def difference_line(a: Fraction, b: Fraction) -> tuple[int, str, str, str] | None:
+    """``written(minus(Value(a), Value(b)), a - b, most=m)`` wherever its passes up to
+    ``MAX_DIGITS`` digits hold: ``(digits, a, b, a - b)`` as printed (the operands with
+    ``digits`` digits, the result with as many or, under cancellation, fewer). None where no
+    such pass holds or an operand or the result is 0: ``written`` then writes the line itself.
+
+    ``written``'s checks in its order, on rounded mantissas, each value expanded once: (1) a
+    and b print apart; (2) the result prints like an operand only when it equals it; (3) the
+    printed a − b lies strictly within half a unit of the printed result's last digit, or
+    equals it."""
+    r = a - b
+    if not a or not b or not r:
+        return None
+    x = Digits(a.numerator, a.denominator)
+    y = Digits(b.numerator, b.denominator)
+    z = Digits(r.numerator, r.denominator)
+    sx, sy, sz = x.negative, y.negative, z.negative
+    for fewer in (False, True):
+        for digits in range(DIGITS, MAX_DIGITS + 1):
+            (mx, ex), (my, ey) = x.rounded(digits), y.rounded(digits)
+            if sx == sy and mx == my and ex == ey:
+                continue  # a and b differ (r is not 0) yet print alike
+            kx, ky = ex - digits + 1, ey - digits + 1
+            for shown in range(digits - 1, 2, -1) if fewer else (digits,):
+                mz, ez = z.rounded(shown)
+                if sz == sx and _alike(mz, ez, shown, mx, ex, digits):
+                    continue  # the result prints like a, which it is not (b is not 0)
+                if sz == sy and _alike(mz, ez, shown, my, ey, digits) and r != b:
+                    continue
+                # Printed a − b − printed r in units of 10^base, against half a unit of the
+                # printed r's last digit.
+                kz = ez - shown + 1
+                base = min(kx, ky, kz)
+                gap = (
+                    (-mx if sx else mx) * _power(kx - base)
+                    - (-my if sy else my) * _power(ky - base)
+                    - (-mz if sz else mz) * _power(kz - base)
+                )
+                if gap and 2 * abs(gap) >= _power(_place(mz, ez, shown) - base):
+                    continue
+                return (
+                    digits,
+                    _decimal(-1 if sx else 1, str(mx), ex, digits)[0],
+                    _decimal(-1 if sy else 1, str(my), ey, digits)[0],
+                    _decimal(-1 if sz else 1, str(mz), ez, shown)[0],
+                )
+    return None
+
+
+def _alike(m: int, e: int, digits: int, n: int, f: int, n_digits: int) -> bool:
+    """Whether two rounded values of one sign print as the same text: the same value, printed
+    in the same notation (1000000 and 1×10⁶ are one value, printed with 7 and 6 digits)."""
+    if e != f:
+        return False
+    if digits == n_digits:
+        return m == n
+    if m * _POWERS[n_digits] != n * _POWERS[digits]:
+        return False
+    return _decimal(1, str(m), e, digits)[0] == _decimal(1, str(n), f, n_digits)[0]
 
 
 def _shown_ratio(value: Number, digits: int) -> Ratio:

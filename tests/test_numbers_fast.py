@@ -15,19 +15,25 @@ from fractions import Fraction
 import pytest
 
 from app.engine import GradientResult, from_means
+from app.engine.verdicts import Agreement
 from app.lab import worked
 from app.numbers import (
     MINUS,
     SUPERSCRIPT,
     TIMES,
+    Digits,
     Expr,
     Formula,
     Number,
     Printer,
     Value,
     Whole,
+    difference_line,
+    distinct_digits,
+    distinct_pair,
     exact_sum,
     fmt,
+    fmt_distinct,
     fmt_exact,
     minus,
     over,
@@ -38,6 +44,7 @@ from app.numbers import (
     write,
     written,
 )
+from app.sentences import reason
 
 
 def reference_printed(value: Number, digits: int) -> tuple[str, Fraction, Fraction]:
@@ -373,3 +380,140 @@ def test_a_result_prints_like_an_operand_only_when_it_is_one(
     expr: Expr, result: float, line: str
 ) -> None:
     assert str(written(expr, result)) == line
+
+
+# ---- one exact value at many digit counts (the results pane: figures and verdict) -------------
+
+
+def boundary_fraction(rng: random.Random) -> Fraction:
+    """A value at, or a hair either side of, a rounding tie or a power of ten (3 to 17 digits),
+    anywhere from 10⁻⁴⁰ to 10⁴⁰; or a plain ratio."""
+    if rng.random() < 0.3:
+        return Fraction(rng.randint(-(10**12), 10**12) or 1, rng.randint(1, 10**9))
+    digits = rng.randint(3, 17)
+    boundary = Fraction(2 * rng.randint(10 ** (digits - 1), 10**digits) + 1, 2)
+    if rng.random() < 0.3:
+        boundary = rng.choice([Fraction(10**digits), Fraction(2 * 10**digits - 1, 2)])
+    nudge = Fraction(rng.choice([-1, 0, 1]), 10 ** rng.randint(17, 40))
+    return (boundary + nudge) * Fraction(10) ** rng.randint(-40, 25) * rng.choice([1, -1])
+
+
+def test_digits_round_like_the_exact_reference() -> None:
+    """``Digits`` (one expansion, a divmod per digit count) prints what the reference prints."""
+    rng = random.Random(17)
+    for _ in range(4000):
+        value = boundary_fraction(rng)
+        expansion = Digits(value.numerator, value.denominator)
+        for digits in (3, 6, 7, 12, 16, 17):
+            assert expansion.text(digits) == reference_printed(value, digits)[0], (value, digits)
+
+
+def pane_pairs(rng: random.Random, count: int) -> list[tuple[Fraction, Fraction]]:
+    """Pairs of exact means as the results pane sees them (the lab's states, states that need
+    more or fewer digits, values a hair from a boundary, the same value printed at 6 and 7
+    digits in two notations, a value and its double, near-equal values, zeros)."""
+    pairs = []
+    for index in range(count):
+        kind = index % 6
+        if kind < 2:
+            r = means_result(rng) if kind else close_result(rng)
+            pairs.append((r.agreement.plain, r.agreement.counted))
+        elif kind == 2:
+            pairs.append((boundary_fraction(rng), boundary_fraction(rng)))
+        elif kind == 3:
+            a = boundary_fraction(rng)
+            pairs.append((a, a * (1 + Fraction(rng.choice([1, -1]), 10 ** rng.randint(3, 70)))))
+        elif kind == 4:
+            b = Fraction(rng.choice([1, 2, 5, 10, 25]) * 10 ** rng.randint(4, 8))
+            b *= rng.choice([1, -1])
+            a = 2 * b + Fraction(rng.randint(-9, 9), 10 ** rng.randint(0, 3))
+            pairs.append(rng.choice([(a, b), (b, a), (2 * b, b)]))
+        else:
+            a = boundary_fraction(rng)
+            pairs.append(rng.choice([(a, Fraction(0)), (a, a), (a, -a), (Fraction(0), a)]))
+    return pairs
+
+
+def test_difference_line_is_the_line_written() -> None:
+    """``difference_line`` (the verdict's "x - y = d" on rounded mantissas) is ``written``'s line
+    of the same tree wherever it answers, and it answers wherever ``written`` holds within
+    17 digits with nonzero operands."""
+    rng = random.Random(18)
+    answered = 0
+    for a, b in pane_pairs(rng, 6000):
+        quick = difference_line(a, b)
+        line = written(minus(Value(a), Value(b)), a - b, most=60)
+        if quick is None:
+            assert not a or not b or a == b or line.digits > 17, (a, b, str(line))
+            continue
+        answered += 1
+        assert quick == (line.digits, fmt(a, line.digits), fmt(b, line.digits), line.result), (
+            a,
+            b,
+        )
+    assert answered > 4000
+
+
+def test_distinct_pair_is_fmt_distinct() -> None:
+    rng = random.Random(19)
+    for a, b in pane_pairs(rng, 6000):
+        quick = distinct_pair(a, b)
+        if quick is not None:
+            assert quick == fmt_distinct((a, b), most=60), (a, b)
+        else:
+            assert distinct_digits((a, b), most=60) > 17, (a, b)
+
+
+def reference_figures(result: GradientResult) -> worked.Figures:
+    """``worked.figures`` as it was: every figure from ``fmt``/``fmt_distinct`` and Fractions."""
+    g, rank_mean = result.agreement.counted, result.agreement.plain
+    w, eta = Fraction(result.w), Fraction(result.eta)
+    shown_g, shown_rank_mean = fmt_distinct((g, rank_mean), most=60)
+    steps = ((result.w_new, w - eta * g), (result.w_new_rank_mean, w - eta * rank_mean))
+    digits = distinct_digits([rounded for rounded, _ in steps])
+    w_new, w_new_rank_mean = (
+        fmt(exact if rounded == 0 and exact else rounded, digits) for rounded, exact in steps
+    )
+    return worked.Figures(
+        N=fmt(result.N),
+        global_gradient=shown_g,
+        rank_mean_gradient=shown_rank_mean,
+        w_new=w_new,
+        w_new_rank_mean=w_new_rank_mean,
+        w_new_difference=fmt(eta * (g - rank_mean)),
+    )
+
+
+def reference_verdict(agreement: Agreement) -> str:
+    """``lab_verdict`` as it was: the difference line always from ``written``."""
+    if agreement.agree:
+        return f"Both schemes agree here: {reason(agreement)}."
+    plain, counted = agreement.plain, agreement.counted
+    high, low = (plain, counted) if plain > counted else (counted, plain)
+    line = written(minus(Value(high), Value(low)), high - low, most=60)
+    side = "higher" if plain > counted else "lower"
+    shown_plain, shown_counted = fmt(plain, line.digits), fmt(counted, line.digits)
+    if shown_plain == shown_counted:
+        return (
+            f"The plain rank mean gives {fmt(plain)} against g = {fmt(counted)}, alike to"
+            f" {line.digits} digits, yet {fmt(high - low)} {side}: {reason(agreement)}."
+        )
+    return (
+        f"The plain rank mean gives {shown_plain} instead of"
+        f" {shown_counted} ({line.result} {side}): {reason(agreement)}."
+    )
+
+
+def step_result(rng: random.Random) -> GradientResult:
+    """States whose steps land on or a hair from 0 (w = η·g, w = η·rank mean)."""
+    r = means_result(rng)
+    target = rng.choice([r.global_gradient, r.rank_mean_gradient]) * r.eta
+    return from_means(r.counts, r.means, eta=r.eta, w=target if math.isfinite(target) else r.w)
+
+
+def test_figures_and_verdict_are_the_reference() -> None:
+    rng = random.Random(20)
+    for index in range(3000):
+        r = (means_result, close_result, step_result)[index % 3](rng)
+        assert worked.figures(r) == reference_figures(r), r
+        assert worked.verdict(r) == reference_verdict(r.agreement), r
