@@ -17,6 +17,7 @@ from app.numbers import (
     MAX_DIGITS,
     MINUS,
     TIMES,
+    Digits,
     Expr,
     Formula,
     Number,
@@ -26,6 +27,7 @@ from app.numbers import (
     Value,
     Whole,
     distinct_digits,
+    distinct_pair,
     exact_sum,
     fmt,
     fmt_distinct,
@@ -62,20 +64,35 @@ def figures(result: GradientResult) -> Figures:
     steps as the floats the engine returns, told apart where they differ, and never a "0"
     where the exact step is not 0."""
     g, rank_mean = result.agreement.counted, result.agreement.plain
-    w, eta = Fraction(result.w), Fraction(result.eta)
-    shown_g, shown_rank_mean = fmt_distinct((g, rank_mean), most=MOST_DIGITS)
-    steps = ((result.w_new, w - eta * g), (result.w_new_rank_mean, w - eta * rank_mean))
-    digits = distinct_digits([rounded for rounded, _ in steps])
-    w_new, w_new_rank_mean = (
-        fmt(exact if rounded == 0 and exact else rounded, digits) for rounded, exact in steps
+    shown = distinct_pair(g, rank_mean)
+    shown_g, shown_rank_mean = (
+        fmt_distinct((g, rank_mean), most=MOST_DIGITS) if shown is None else shown
+    )
+    w_new, w_new_rank_mean = result.w_new, result.w_new_rank_mean
+    if w_new and w_new_rank_mean:
+        shown_w_new, shown_w_new_rank_mean = fmt(w_new), fmt(w_new_rank_mean)
+        if shown_w_new == shown_w_new_rank_mean and w_new != w_new_rank_mean:
+            shown_w_new, shown_w_new_rank_mean = fmt_distinct((w_new, w_new_rank_mean))
+    else:  # a step that rounds to 0 shows its exact value where that is not 0
+        w, eta = Fraction(result.w), Fraction(result.eta)
+        steps = ((w_new, w - eta * g), (w_new_rank_mean, w - eta * rank_mean))
+        digits = distinct_digits([rounded for rounded, _ in steps])
+        shown_w_new, shown_w_new_rank_mean = (
+            fmt(exact if rounded == 0 and exact else rounded, digits) for rounded, exact in steps
+        )
+    # η·(g - rank mean) as a ratio, unreduced: printing it needs no gcd.
+    eta_top, eta_bottom = result.eta.as_integer_ratio()
+    top = eta_top * (g.numerator * rank_mean.denominator - rank_mean.numerator * g.denominator)
+    difference = (
+        Digits(top, eta_bottom * g.denominator * rank_mean.denominator).text(DIGITS) if top else "0"
     )
     return Figures(
         N=fmt(result.N),
         global_gradient=shown_g,
         rank_mean_gradient=shown_rank_mean,
-        w_new=w_new,
-        w_new_rank_mean=w_new_rank_mean,
-        w_new_difference=fmt(eta * (g - rank_mean)),
+        w_new=shown_w_new,
+        w_new_rank_mean=shown_w_new_rank_mean,
+        w_new_difference=difference,
     )
 
 
