@@ -183,6 +183,11 @@ def printed(value: Number, digits: int = DIGITS) -> Printed:
 
 def fmt(value: Number, digits: int = DIGITS) -> str:
     """``value`` to ``digits`` significant digits, ``%g``-style, true minus, ×10ⁿ exponents."""
+    if type(value) is float and value:  # the common case inline: fixed notation, finite
+        text = format(value, _G[digits] if digits < 128 else f".{digits}g")
+        if "e" not in text and text[-1] not in "fn":
+            return MINUS + text[1:] if text[0] == "-" else text
+        return _float_text(value, digits)
     if not value:
         return "0"
     if isinstance(value, float | int):
