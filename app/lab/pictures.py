@@ -92,6 +92,9 @@ def _label_x(x: float, text: str) -> tuple[float, str]:
 VIEW_BOX = f"0 0 {LINE_WIDTH:g} {LINE_HEIGHT:g}"
 DOT_LABEL_Y = f"{AXIS_Y + 5:g}"
 TICK_Y = f"{AXIS_Y + DOT_RADIUS + 18:g}"
+RANK_MEAN_LABEL_Y = f"{LINE_HEIGHT - 6:g}"
+LEFT, RIGHT, AXIS = _n(LINE_LEFT), _n(LINE_RIGHT), _n(AXIS_Y)
+LINE_LENGTH = LINE_RIGHT - LINE_LEFT
 
 
 def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
@@ -99,32 +102,30 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
 
     An empty rank is drawn as a ring at 0, the value the plain rank mean counts for it.
     """
-    shown = [m if n > 0 else 0.0 for n, m in zip(result.counts, result.means, strict=True)]
+    counts = result.counts
+    shown = [m if n > 0 else 0.0 for n, m in zip(counts, result.means, strict=True)]
     g, rank_mean = result.global_gradient, result.rank_mean_gradient
     low, high = _bounds([*shown, g, rank_mean])
-    # x(value) = LINE_LEFT + (value - low) / (high - low) * (LINE_RIGHT - LINE_LEFT)
+    # x(value) = LINE_LEFT + (value - low) / span * LINE_LENGTH, written out where it is used.
     span = high - low
-
-    def x(value: float) -> float:
-        return LINE_LEFT + (value - low) / span * (LINE_RIGHT - LINE_LEFT)
-
-    biggest = max(result.counts) or 1.0
+    biggest = max(counts) or 1.0
     dots = []
-    for r, (count, mean) in enumerate(zip(result.counts, shown, strict=True)):
+    for r, (count, mean) in enumerate(zip(counts, shown, strict=True)):
         if count > 0:
             radius = DOT_RADIUS * math.sqrt(count / biggest)
             title = f"rank {r}: local mean {fmt(mean)}, count {fmt(count)}"
         else:
             radius = 5.0
             title = f"rank {r}: empty, counted as 0 by the plain rank mean"
-        dots.append(Dot(_n(x(mean)), _n(radius), str(r), DOT_LABEL_Y, title, count <= 0))
+        at = LINE_LEFT + (mean - low) / span * LINE_LENGTH
+        dots.append(Dot(_n(at), _n(radius), str(r), DOT_LABEL_Y, title, count <= 0))
+    shown_g, shown_rank_mean = fmt(g), fmt(rank_mean)
     markers = []
-    for value, kind, name, label_y in (
-        (g, "global", "g", "18"),
-        (rank_mean, "rank-mean", "rank mean", f"{LINE_HEIGHT - 6:g}"),
+    for value, text, kind, label_y in (
+        (g, f"g {shown_g}", "global", "18"),
+        (rank_mean, f"rank mean {shown_rank_mean}", "rank-mean", RANK_MEAN_LABEL_Y),
     ):
-        text = f"{name} {fmt(value)}"
-        at = x(value)
+        at = LINE_LEFT + (value - low) / span * LINE_LENGTH
         label_x, anchor = _label_x(at, text)
         marked = _n(at)
         markers.append(
@@ -132,24 +133,24 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
         )
     # Round values along the axis (about four steps), never the padded ends themselves.
     step = nice_ceiling(span / 4)
-    first = math.ceil(low / step)
-    ticks = tuple(
-        (_n(x(k * step)), fmt(k * step, 4)) for k in range(first, math.floor(high / step) + 1)
-    )
-    dots_text = "; ".join(d.title for d in dots)
+    ticks = []
+    for k in range(math.ceil(low / step), math.floor(high / step) + 1):
+        value = k * step
+        ticks.append((_n(LINE_LEFT + (value - low) / span * LINE_LENGTH), fmt(value, 4)))
+    dots_text = "; ".join([d.title for d in dots])
     return NumberLine(
         title="The rank means on a number line",
         description=(
             f"Each rank's local mean as a dot whose area is its count: {dots_text}."
-            f" The global item mean g is {fmt(g)}; the plain rank mean is {fmt(rank_mean)}."
+            f" The global item mean g is {shown_g}; the plain rank mean is {shown_rank_mean}."
         ),
         view_box=VIEW_BOX,
-        left=_n(LINE_LEFT),
-        right=_n(LINE_RIGHT),
-        axis_y=_n(AXIS_Y),
+        left=LEFT,
+        right=RIGHT,
+        axis_y=AXIS,
         dots=tuple(dots),
         markers=tuple(markers),
-        ticks=ticks,
+        ticks=tuple(ticks),
         tick_y=TICK_Y,
     )
 
