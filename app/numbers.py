@@ -282,12 +282,11 @@ def difference_line(a: Fraction, b: Fraction) -> tuple[int, str, str, str] | Non
     and b print apart; (2) the result prints like an operand only when it equals it; (3) the
     printed a − b lies strictly within half a unit of the printed result's last digit, or
     equals it."""
-    r = a - b
-    if not a or not b or not r:
+    (an, ad), (bn, bd) = (a.numerator, a.denominator), (b.numerator, b.denominator)
+    rn, rd = an * bd - bn * ad, ad * bd  # r = a - b, unreduced: no gcd
+    if not an or not bn or not rn:
         return None
-    x = Digits(a.numerator, a.denominator)
-    y = Digits(b.numerator, b.denominator)
-    z = Digits(r.numerator, r.denominator)
+    x, y, z = Digits(an, ad), Digits(bn, bd), Digits(rn, rd)
     sx, sy, sz = x.negative, y.negative, z.negative
     for fewer in (False, True):
         for digits in range(DIGITS, MAX_DIGITS + 1):
@@ -299,7 +298,7 @@ def difference_line(a: Fraction, b: Fraction) -> tuple[int, str, str, str] | Non
                 mz, ez = z.rounded(shown)
                 if sz == sx and _alike(mz, ez, shown, mx, ex, digits):
                     continue  # the result prints like a, which it is not (b is not 0)
-                if sz == sy and _alike(mz, ez, shown, my, ey, digits) and r != b:
+                if sz == sy and _alike(mz, ez, shown, my, ey, digits) and rn * bd != bn * rd:
                     continue
                 # Printed a − b − printed r in units of 10^base, against half a unit of the
                 # printed r's last digit.
