@@ -7,9 +7,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from bs4 import BeautifulSoup, Tag
+from fastapi import APIRouter, Request, Response
 from fastapi.testclient import TestClient
 
 from app.lab.panel import PRESETS
+from app.lab.routes import RequestRoute
 
 LESSON = "counts=2,6&means=1,3&eta=0.1&w=10"
 ITEMS = "targets=9,9;7,7,7,7,7,7&eta=0.1&w=10&steps=30"
@@ -385,3 +387,21 @@ def test_page_and_json_api_refuse_a_value_alike(client: TestClient) -> None:
     (item,) = soup(page.text).select(".lab-errors li")
     assert item["data-field"] == "counts"
     assert item.get_text(strip=True) == f"rank 1 count: {detail['msg']}"
+
+
+def test_the_lab_routes_are_called_as_they_are_and_still_documented(client: TestClient) -> None:
+    """RequestRoute skips FastAPI's parameter solving, so it refuses any endpoint that would
+    need it; the lab's routes stay in the OpenAPI document."""
+
+    async def with_query(request: Request, counts: str = "") -> Response:
+        return Response(counts)
+
+    def not_async(request: Request) -> Response:
+        return Response()
+
+    for endpoint in (with_query, not_async):
+        with pytest.raises(TypeError, match=endpoint.__name__):
+            APIRouter(route_class=RequestRoute).add_api_route("/x", endpoint)
+    paths = client.get("/openapi.json").json()["paths"]
+    assert paths["/lab"]["get"]["tags"] == ["lab"]
+    assert paths["/lab/ring"]["get"]["tags"] == ["lab"]

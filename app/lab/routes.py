@@ -1,16 +1,35 @@
 """The gradient lab's routes: one URL per state, rendered as a fragment for htmx and as the page."""
 
+import inspect
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
+from fastapi.routing import APIRoute
 from starlette.responses import Response
 
 from app import lesson_page
 from app.lab.panel import PAGE_ROUTE, LabPanel, RingPanel, page_context
 from app.templating import route_path, templates
 
-router = APIRouter(tags=["lab"])
+
+class RequestRoute(APIRoute):
+    """A route whose endpoint takes the request alone and returns its response, and is called
+    as it is: FastAPI's parameter solving and response checks have nothing to do for it, and
+    cost a drag's answer about 40 µs. Documented in OpenAPI like any route."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        parameters = list(inspect.signature(self.endpoint).parameters.values())
+        if len(parameters) != 1 or parameters[0].annotation is not Request:
+            raise TypeError(f"{self.endpoint.__name__} must take the Request alone")
+        if not inspect.iscoroutinefunction(self.endpoint):
+            raise TypeError(f"{self.endpoint.__name__} must be async")
+        endpoint: Callable[[Request], Coroutine[Any, Any, Response]] = self.endpoint
+        return endpoint
+
+
+router = APIRouter(tags=["lab"], route_class=RequestRoute)
 
 # The lab answers one URL four ways: the whole page, the whole lab, the results pane (what a
 # drag asks for on every input event) or the details below it (asked for when the inputs pause).
