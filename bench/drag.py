@@ -78,7 +78,16 @@ local function step(s)
   return p, p
 end
 
-local DETAILS = {["HX-Request"] = "true", ["HX-Target"] = "lab-details"}
+-- The details' request: the same headers as the pane's (wrk.headers, as the run gives them:
+-- gzip asked for as a browser does) but another HX-Target.
+local function details_headers()
+  local headers = {}
+  for name, value in pairs(wrk.headers) do
+    headers[name] = value
+  end
+  headers["HX-Target"] = "lab-details"
+  return headers
+end
 
 local function state_query(s, p)
   local parts = {"P=" .. p}
@@ -106,7 +115,7 @@ function request()
     s.left = math.random(4, 20)
   elseif s.left == 0 then
     s.left = nil
-    return wrk.format(nil, state_query(s, #s.counts), DETAILS)
+    return wrk.format(nil, state_query(s, #s.counts), details_headers())
   end
   s.left = s.left - 1
   local sent_p, old_p = step(s)
