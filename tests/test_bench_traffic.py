@@ -1,0 +1,126 @@
+"""The benchmarks' traffic is what they say it is: real wrk runs their Lua scripts against a
+server on loopback that records every request (and answers 200), and each request is read back
+as a lab state through the lab's own parser."""
+
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
+from urllib.parse import urlsplit
+
+import pytest
+from starlette.datastructures import QueryParams
+
+from app.lab.query import encode, lab_query_pairs, parse_lab
+from bench import drag, load
+from bench._wrk import run_wrk
+
+if shutil.which("wrk") is None:
+    if os.environ.get("CI") == "true":
+        pytest.fail("CI=true but wrk is not installed: install the 'wrk' package")
+    pytest.skip("wrk is not installed (apt-get install -y wrk)", allow_module_level=True)
+
+Seen = list[tuple[str, dict[str, str]]]
+
+
+class Recorder(BaseHTTPRequestHandler):
+    seen: ClassVar[Seen] = []
+
+    def do_GET(self) -> None:
+        self.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def recorded() -> Iterator[tuple[str, Seen]]:
+    seen: ClassVar[Seen] = []
+    handler = type("Handler", (Recorder,), {"seen": seen, "protocol_version": "HTTP/1.1"})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def run(url: str, target: load.Target, seconds: float = 2) -> None:
+    result = run_wrk(
+        url + target.path,
+        connections=target.connections,
+        seconds=seconds,
+        headers=target.headers,
+        request_lua=target.request_lua,
+    )
+    assert result.errors == 0
+
+
+def canonical(path: str) -> str:
+    """The state's canonical query, as the app writes it (a resized P included)."""
+    state = parse_lab(QueryParams(urlsplit(path).query)).state
+    assert state is not None, path
+    return encode(lab_query_pairs(state))
+
+
+def state_of(path: str) -> None:
+    """The lab state a request names, validated as the app validates it."""
+    parts = urlsplit(path)
+    assert parts.path == "/lab"
+    parsed = parse_lab(QueryParams(parts.query))
+    assert parsed.state is not None, (path, parsed.errors)
+    counts = parsed.state.counts or []
+    assert 2 <= len(counts) <= 8, path
+    assert all(0 <= c <= 64 for c in counts), path
+    assert counts[0] >= 1, path
+
+
+def test_new_state_traffic_sends_a_new_valid_state_each_time(
+    recorded: tuple[str, Seen],
+) -> None:
+    url, seen = recorded
+    target = next(t for t in load.TARGETS if t.name == load.GOAL_TARGET)
+    run(url, target)
+    assert len(seen) > 200
+    for path, headers in seen:
+        state_of(path)
+        assert headers["hx-target"] == "lab-results"
+        assert "gzip" in headers["accept-encoding"]
+    # New states, not one URL over and over (a random P of 2-8 and 2-16 draws rarely repeat).
+    assert len({path for path, _ in seen}) > 0.95 * len(seen)
+
+
+def test_a_dragging_class_moves_one_slider_a_step_and_asks_for_details_after_gestures(
+    recorded: tuple[str, Seen],
+) -> None:
+    url, seen = recorded
+    run(url, drag.CLASS, seconds=3)
+    panes = [(p, h) for p, h in seen if h["hx-target"] == "lab-results"]
+    details = [(p, h) for p, h in seen if h["hx-target"] == "lab-details"]
+    assert len(panes) + len(details) == len(seen)
+    # 60 students, one request every 40-93 ms each: about 900 a second.
+    assert 500 < len(seen) / 3 < 1100
+    # A gesture is 4 to 20 steps, then one request for the details: 1 in 5 to 1 in 21.
+    assert 1 / 21 < len(details) / len(seen) < 1 / 5
+    for path, headers in seen:
+        state_of(path)
+        assert "gzip" in headers["accept-encoding"]
+        assert headers["hx-request"] == "true"
+    # A student's walk: each request differs from the one before by one slider step, so most
+    # consecutive pane requests of the class are new states.
+    assert len({path for path, _ in panes}) > 0.5 * len(panes)
+    # The details ask for a state the student's drag reached: one a pane request showed before.
+    shown: set[str] = set()
+    for path, headers in seen:
+        if headers["hx-target"] == "lab-results":
+            shown.add(canonical(path))
+        else:
+            assert canonical(path) in shown, path
