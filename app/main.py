@@ -52,9 +52,9 @@ def _serve_lesson(app: FastAPI, course: Course, item: CourseLesson) -> None:
     app.state.rendered_lesson = item.rendered
     app.state.lesson_parts = item.parts
     app.title = _title(item)
-    routers = [pages.router]
     if item.parts.any:
-        routers.append(lab.router)
+        lab.serve(app)
+    routers = [pages.router]
     if item.parts.gradient_lab:
         routers.append(api.router)
     if item.parts.confirm:
