@@ -28,6 +28,8 @@ from app.lab.view import (
     _x_step,
     place_label,
 )
+from app.lab.worked import _distinct_pair
+from app.numbers import fmt_distinct
 
 # ---- the engine ------------------------------------------------------------------------------
 
@@ -194,3 +196,19 @@ def test_coordinates_print_as_two_decimals() -> None:
         assert _coordinates(chunk) == [_n(v) for v in chunk.tolist()]
     outside = np.array([-0.001, 5.0, HEIGHT + 1, -3.25])
     assert _coordinates(outside) == [_n(v) for v in outside.tolist()]
+
+
+# ---- the words -------------------------------------------------------------------------------
+
+
+def test_distinct_pairs_print_as_fmt_distinct_prints_them() -> None:
+    rng = random.Random(11)
+    values = [0.0, -0.0, 1.0, 7.5, 8.0, 1e-7, -3.25, 123456.789, 2.0**-1074, 1e300]
+    pairs = [(a, b) for a in values for b in values]
+    for _ in range(3000):
+        a = rng.choice([rng.uniform(-1e3, 1e3), rng.uniform(-1, 1) * 10 ** rng.randint(-9, 9)])
+        # Neighbours and near neighbours need more than six digits to be told apart.
+        b = rng.choice([a, math.nextafter(a, math.inf), a * (1 + 1e-7), a + 1e-5, -a, a * 3])
+        pairs += [(a, b), (b, a)]
+    for a, b in pairs:
+        assert _distinct_pair(a, b) == fmt_distinct((a, b))

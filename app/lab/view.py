@@ -674,7 +674,7 @@ def trajectory_view(path: Trajectory) -> TrajectoryView:
     words = path_words(path)
     return TrajectoryView(
         steps=str(path.steps),
-        start=fmt(path.w_global[0]),
+        start=words.start,
         fixed_point_global=words.global_course.fixed_point,
         fixed_point_rank_mean=words.rank_mean_course.fixed_point,
         global_verb=words.global_course.verb,
