@@ -25,8 +25,10 @@ from app.lab.view import (
     Box,
     _coordinates,
     _n,
+    _probes,
     _x_step,
     place_label,
+    probe_ys,
 )
 from app.lab.worked import _distinct_pair
 from app.numbers import fmt_distinct
@@ -176,13 +178,30 @@ def test_labels_go_where_testing_every_point_puts_them(seed: int) -> None:
         guide_ys = [rng.uniform(TOP, BOTTOM) for _ in range(2)]
         start_y = curves[0][0]
         tracks = [list(zip(xs, ys, strict=True)) for ys in curves]
+        x = _probes(steps).x
+        tested = probe_ys(steps, np.array(curves[0] + curves[1]))
         placed: list[Box] = []
         expected: list[Box] = []
         for guide_y in guide_ys:
             text = "x" * rng.randint(3, 34)
-            placed.append(place_label(text, guide_y, start_y, xs, curves, guide_ys, placed))
+            placed.append(place_label(text, guide_y, start_y, x, tested, guide_ys, placed))
             expected.append(_reference_place(text, guide_y, start_y, tracks, guide_ys, expected))
         assert placed == expected
+
+
+def test_probes_are_the_tested_points() -> None:
+    # The same floats as the scalar formulas, not merely close ones: a label's edge may fall
+    # within a rounding of a point.
+    rng = random.Random(5)
+    for steps in (0, 1, 2, 5, 30, 31, 100, 1000):
+        xs = [_x_step(k, steps) for k in range(steps + 1)]
+        for _ in range(3):
+            curves = [_random_curve(rng, steps) for _ in range(2)]
+            tested = probe_ys(steps, np.array(curves[0] + curves[1] + [0.0, 0.0]))
+            for ys, row in zip(curves, tested.tolist(), strict=True):
+                assert list(zip(_probes(steps).x, row, strict=True)) == _dense(
+                    list(zip(xs, ys, strict=True))
+                )
 
 
 def test_coordinates_print_as_two_decimals() -> None:
