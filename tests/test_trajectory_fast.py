@@ -215,6 +215,9 @@ def test_coordinates_print_as_two_decimals() -> None:
         assert _coordinates(chunk) == [_n(v) for v in chunk.tolist()]
     outside = np.array([-0.001, 5.0, HEIGHT + 1, -3.25])
     assert _coordinates(outside) == [_n(v) for v in outside.tolist()]
+    for value in (-0.001, -0.004999, HEIGHT + 0.004, HEIGHT + 0.006, -1e-300):
+        near = np.array([5.0, value, 7.125])  # one just outside the table
+        assert _coordinates(near) == [_n(v) for v in near.tolist()]
 
 
 # ---- the words -------------------------------------------------------------------------------
