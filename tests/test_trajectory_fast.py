@@ -111,6 +111,79 @@ def test_trajectory_losses_of_many_items_are_the_reference_floats() -> None:
     )
 
 
+def _reference_path(w: float, fixed: float, factor: float, steps: int) -> list[float]:
+    """One scheme's iterates, each ``f + c·(w - f)``, up to the first whose ``|w|`` passes
+    1e100 (that one left out)."""
+    path = [w]
+    for _ in range(steps):
+        w = fixed + factor * (w - fixed)
+        if not abs(w) <= 1e100:
+            break
+        path.append(w)
+    return path
+
+
+def _means_run(rng: random.Random) -> tuple[list[list[float]], list[list[float]], float, float]:
+    """A counts-and-means state as the lab's implied path sees it: one target per rank,
+    weighted by a whole count (0 for an empty rank); now and then a rate that diverges."""
+    ranks = rng.randint(1, 8)
+    w = rng.choice([rng.randint(-40, 40) / 2, 0.0, 1e6, -7.25, rng.uniform(-1e90, 1e90)])
+    targets = [[w - rng.randint(-100, 100) / 10] for _ in range(ranks)]
+    counts = [[float(rng.choice([0, 1, rng.randint(0, 64), 10**6]))] for _ in range(ranks)]
+    counts[0] = [float(rng.randint(1, 64))]
+    eta = rng.choice([rng.randint(1, 200) / 100, 2.0, 3.5, 0.001, 1e6, rng.uniform(2, 50)])
+    return targets, counts, eta, w
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_means_form_runs_are_the_reference_runs(seed: int) -> None:
+    rng = random.Random(100 + seed)
+    for _ in range(150):
+        targets, counts, eta, w = _means_run(rng)
+        steps = rng.choice([0, 1, 30, 30, 200])
+        path = trajectory(targets, counts, eta=eta, w=w, steps=steps)
+        fixed_global, fixed_rank_mean, factor_global, factor_rank_mean = _reference_numbers(
+            targets, counts, eta
+        )
+        assert (path.fixed_point_global, path.fixed_point_rank_mean) == (
+            fixed_global,
+            fixed_rank_mean,
+        )
+        assert (path.contraction_global, path.contraction_rank_mean) == (
+            factor_global,
+            factor_rank_mean,
+        )
+        ws = _reference_path(w, fixed_global, factor_global, steps)
+        ws_rank_mean = _reference_path(w, fixed_rank_mean, factor_rank_mean, steps)
+        taken = min(len(ws), len(ws_rank_mean))
+        assert path.w_global == tuple(ws[:taken])
+        assert path.w_rank_mean == tuple(ws_rank_mean[:taken])
+        assert path.steps == taken - 1
+        assert path.diverged == (taken <= steps)
+        escaped = [
+            name for name, run in (("global", ws), ("rank-mean", ws_rank_mean)) if len(run) == taken
+        ]
+        stop = [text for text in path.warnings if text.startswith("|w| under the")]
+        if path.diverged:
+            assert stop == [
+                f"|w| under the {' and '.join(escaped)} scheme{'s' if len(escaped) > 1 else ''}"
+                f" would pass 1e+100 at step {taken} of {steps}; both trajectories stop after"
+                f" step {taken - 1} so every number stays finite."
+            ]
+        else:
+            assert stop == []
+        y = np.array([rank[0] for rank in targets])
+        weight = np.array([rank[0] for rank in counts])
+        total = float(weight.sum())
+        for points, losses in (
+            (path.w_global, path.loss_global),
+            (path.w_rank_mean, path.loss_rank_mean),
+        ):
+            assert losses == tuple(
+                float(np.dot(weight, 0.5 * (p - y) ** 2) / total) for p in points
+            )
+
+
 # ---- the chart -------------------------------------------------------------------------------
 
 
@@ -198,7 +271,7 @@ def test_probes_are_the_tested_points() -> None:
         for _ in range(3):
             curves = [_random_curve(rng, steps) for _ in range(2)]
             tested = probe_ys(steps, np.array(curves[0] + curves[1] + [0.0, 0.0]))
-            for ys, row in zip(curves, tested.tolist(), strict=True):
+            for ys, row in zip(curves, tested.T.tolist(), strict=True):
                 assert list(zip(_probes(steps).x, row, strict=True)) == _dense(
                     list(zip(xs, ys, strict=True))
                 )

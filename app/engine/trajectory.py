@@ -3,7 +3,8 @@
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from itertools import chain
+from typing import NoReturn, cast
 
 import numpy as np
 
@@ -83,6 +84,7 @@ FEW_ITEMS = 64
 # 10,000 items never build one 80 MB matrix.
 LOSS_BLOCK = 1 << 16
 VECDOT = getattr(np, "vecdot", None)  # NumPy 2.0 and later
+LIST_ONLY = frozenset({list})
 
 
 def _rank_lists(
@@ -120,20 +122,20 @@ def _plain_lists(
     """The common case, checked in a few passes: lists of plain finite ints and floats, weights
     0 or at least the smallest normal float, shapes matching. Then the same float lists the
     full check gives; else None (and the full check decides, naming any fault)."""
-    if type(targets) is not list or not all(type(rank) is list for rank in targets):
+    if type(targets) is not list or not set(map(type, targets)) <= LIST_ONLY:
         return None
-    flat = [x for rank in targets for x in rank]
+    flat = list(chain.from_iterable(targets))
     kinds = _finite_kinds(flat)
     if kinds is None:
         return None
     ys = [list(map(float, rank)) for rank in targets] if int in kinds else targets
     if weights is None:
         return ys, [[1.0] * len(y) for y in ys]
-    if type(weights) is not list or not all(type(rank) is list for rank in weights):
+    if type(weights) is not list or not set(map(type, weights)) <= LIST_ONLY:
         return None
     if list(map(len, weights)) != list(map(len, targets)):
         return None
-    flat = [x for rank in weights for x in rank]
+    flat = list(chain.from_iterable(weights))
     kinds = _finite_kinds(flat)
     if kinds is None or (flat and min(flat) < 0):
         return None
@@ -202,13 +204,18 @@ def _ratio_sum(values: Sequence[tuple[int, int]]) -> tuple[int, int]:
     return top, bottom
 
 
-def _fixed_points(counts: list[float], sums: list[float]) -> tuple[float, float, int]:
+def _fixed_points(counts: list[float], sums: list[float], total: float) -> tuple[float, float, int]:
     """The schemes' fixed points from the exact per-rank sums, each the float nearest to its
     exact value: the weighted item mean ``Σ sums / Σ counts``, and the plain mean of the
-    occupied ranks' means ``sumᵣ / countᵣ``; and how many ranks are occupied."""
+    occupied ranks' means ``sumᵣ / countᵣ``; and how many ranks are occupied. ``total``:
+    ``Σ counts`` as ``_rank_sums`` gives it."""
     exact_sums = list(map(float.as_integer_ratio, sums))
     exact_counts = list(map(float.as_integer_ratio, counts))
-    count_top, count_bottom = _ratio_sum(exact_counts)
+    if total < 2**53 and all(bottom == 1 for _, bottom in exact_counts):
+        # Whole counts: their float sum is exact (every partial sum is below 2**53).
+        count_top, count_bottom = int(total), 1
+    else:
+        count_top, count_bottom = _ratio_sum(exact_counts)
     sum_top, sum_bottom = _ratio_sum(exact_sums)
     fixed_global = _nearest(sum_top * count_bottom, sum_bottom * count_top)
     rank_means = [
@@ -221,17 +228,25 @@ def _fixed_points(counts: list[float], sums: list[float]) -> tuple[float, float,
     return fixed_global, fixed_rank_mean, len(rank_means)
 
 
-def _path(w: float, fixed: float, factor: float, steps: int) -> list[float]:
-    """``w`` and up to ``steps`` iterates of ``w ← f + c·(w - f)``, stopping before the first
-    iterate whose ``|w|`` passes ``W_LIMIT``."""
-    path = [w]
-    append = path.append
+def _paths(
+    w: float, fixed: tuple[float, float], factor: tuple[float, float], steps: int
+) -> tuple[list[float], list[float], tuple[bool, bool]]:
+    """Both schemes' ``w`` and up to ``steps`` iterates of ``w ← f + c·(w - f)``, stopping
+    before the first step where either iterate's ``|w|`` passes ``W_LIMIT``; and which of
+    them passed it there (neither when all ``steps`` were taken)."""
+    fixed_a, fixed_b = fixed
+    factor_a, factor_b = factor
+    a = b = w
+    path_a, path_b = [w], [w]
+    append_a, append_b = path_a.append, path_b.append
     for _ in range(steps):
-        w = fixed + factor * (w - fixed)
-        if not abs(w) <= W_LIMIT:
-            break
-        append(w)
-    return path
+        a = fixed_a + factor_a * (a - fixed_a)
+        b = fixed_b + factor_b * (b - fixed_b)
+        if not (abs(a) <= W_LIMIT and abs(b) <= W_LIMIT):
+            return path_a, path_b, (not abs(a) <= W_LIMIT, not abs(b) <= W_LIMIT)
+        append_a(a)
+        append_b(b)
+    return path_a, path_b, (False, False)
 
 
 def _nearest(top: int, bottom: int) -> float:
@@ -252,10 +267,17 @@ def _losses(
     that ``np.dot`` takes, so every loss is the float one ``np.dot`` per point gives (NumPy
     before 2.0 has no ``vecdot``: there it is ``np.dot`` row by row).
     """
-    y = np.array([x for rank in ys for x in rank], dtype=np.float64)
-    weight = np.array([x for rank in vs for x in rank], dtype=np.float64)
-    at = np.array(points, dtype=np.float64)
+    y = np.array(list(chain.from_iterable(ys)), dtype=np.float64)
+    weight = np.array(list(chain.from_iterable(vs)), dtype=np.float64)
     rows = max(1, LOSS_BLOCK // max(y.size, 1))
+    if VECDOT is not None and len(points) <= rows:  # one block, worked in place
+        block = np.subtract.outer(np.array(points, dtype=np.float64), y)
+        np.square(block, out=block)
+        block *= 0.5
+        dot = VECDOT(block, weight)
+        dot /= total
+        return cast(list[float], dot.tolist())
+    at = np.array(points, dtype=np.float64)
     losses: list[float] = []
     for first in range(0, at.size, rows):
         block = 0.5 * (at[first : first + rows, None] - y) ** 2
@@ -307,7 +329,7 @@ def trajectory(
     # Each scheme is the affine map w ← f + c·(w - f) (f its fixed point, c its contraction);
     # f and c come from the exact values of the per-rank sums, so two schemes that are the same
     # computation (one rank, equal counts, equal rank means) take exactly the same path.
-    fixed_global, fixed_rank_mean, occupied = _fixed_points(counts, sums)
+    fixed_global, fixed_rank_mean, occupied = _fixed_points(counts, sums, total)
     rate, unit = eta.as_integer_ratio()
     ranks = len(ys)
     contraction_global = _nearest(unit - rate, unit)
@@ -323,24 +345,20 @@ def trajectory(
         if text
     ]
 
-    path_global = _path(w, fixed_global, contraction_global, requested)
-    path_rank_mean = _path(w, fixed_rank_mean, contraction_rank_mean, requested)
-    taken = min(len(path_global), len(path_rank_mean))
+    path_global, path_rank_mean, escaped = _paths(
+        w, (fixed_global, fixed_rank_mean), (contraction_global, contraction_rank_mean), requested
+    )
+    taken = len(path_global)
     diverged = taken <= requested
     if diverged:
         # Both paths stop after the last step where neither |w| passed the limit.
-        escaped = [
-            name
-            for name, path in (("global", path_global), ("rank-mean", path_rank_mean))
-            if len(path) == taken
-        ]
-        schemes = " and ".join(escaped) + (" schemes" if len(escaped) > 1 else " scheme")
+        names = [name for name, out in zip(("global", "rank-mean"), escaped, strict=True) if out]
+        schemes = " and ".join(names) + (" schemes" if len(names) > 1 else " scheme")
         warnings.append(
             f"|w| under the {schemes} would pass {W_LIMIT:g} at step"
             f" {taken} of {requested}; both trajectories stop after step {taken - 1}"
             " so every number stays finite."
         )
-        del path_global[taken:], path_rank_mean[taken:]
 
     losses = _losses(ys, vs, total, [*path_global, *path_rank_mean, fixed_global, fixed_rank_mean])
     loss_global, loss_rank_mean = tuple(losses[:taken]), tuple(losses[taken : 2 * taken])
