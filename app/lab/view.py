@@ -507,9 +507,10 @@ IntArray = NDArray[np.intp]
 
 class Probes(NamedTuple):
     """The tested points of both curves of a run of ``steps`` steps: their xs (the same for
-    both, left to right), and for their ys the indices (into the two curves' ys, one after the
-    other) of each point's segment's ends ``a`` and ``b``, its ``t`` and ``parts`` (a curve's
-    start is ``a = b``, ``t = 0``, ``parts = 1``: exactly its first y)."""
+    both, left to right), and for their ys, at each x the first curve's point then the
+    second's, the indices (into the two curves' ys, one after the other) of the point's
+    segment's ends ``a`` and ``b``, its ``t`` and ``parts`` (a curve's start is ``a = b``,
+    ``t = 0``, ``parts = 1``: exactly its first y)."""
 
     x: list[float]
     a: IntArray
@@ -537,24 +538,24 @@ def _probes(steps: int) -> Probes:
     n = steps + 1
     return Probes(
         x,
-        np.array(a + [k + n for k in a], dtype=np.intp),
-        np.array(b + [k + n for k in b], dtype=np.intp),
-        np.array(t + t, dtype=np.float64),
-        np.array(parts + parts, dtype=np.float64),
+        np.array([(k, k + n) for k in a], dtype=np.intp).reshape(-1),
+        np.array([(k, k + n) for k in b], dtype=np.intp).reshape(-1),
+        np.repeat(np.array(t, dtype=np.float64), 2),
+        np.repeat(np.array(parts, dtype=np.float64), 2),
     )
 
 
 def probe_ys(steps: int, ys: FloatArray) -> FloatArray:
-    """Both curves' ys at the tested points' xs, one row per curve (``ys``: both curves' ys at
-    each step, one curve after the other, then anything): ``ya + (yb - ya) * t / parts``, the
-    same float operations on arrays."""
+    """Both curves' ys at the tested points' xs, a row per x and a column per curve (``ys``:
+    both curves' ys at each step, one curve after the other, then anything):
+    ``ya + (yb - ya) * t / parts``, the same float operations on arrays."""
     points = _probes(steps)
     ya = ys[points.a]
     y = ys[points.b] - ya
     y *= points.t
     y /= points.parts
     y += ya
-    return y.reshape(2, -1)
+    return y.reshape(-1, 2)
 
 
 def place_label(
@@ -570,8 +571,8 @@ def place_label(
     guide and the labels already placed. Tried in order: the side of the guide away from the
     start value (where its own curve never goes), at the left, middle and right of the plot;
     then the other side; then the margin above the plot. ``x`` and ``curves``: the tested
-    points' xs (left to right) and the two curves' ys there (``probe_ys``); a curve is
-    clear of a box when ``box.holds`` none of its tested points."""
+    points' xs (left to right) and the two curves' ys there (``probe_ys``, a row per x); a
+    curve is clear of a box when ``box.holds`` none of its tested points."""
     width = len(text) * CHAR_WIDTH
     below, above = guide_y + 15, guide_y - 5
     sides = (below, above) if start_y <= guide_y else (above, below)
@@ -582,25 +583,30 @@ def place_label(
         (min(max(side, TOP + 11), BOTTOM - 3), lefts) for side in sides
     ]
     rows.append((TOP - 8, (LEFT, RIGHT - width)))
+    guides = sorted(guide_ys)
     for baseline, row in rows:
         top, bottom = baseline - 11, baseline + 3  # Box.top and Box.bottom
         low, high = top - 1, bottom + 1
-        if any(low <= y <= high for y in guide_ys):
+        k = bisect_left(guides, low)
+        if k < len(guides) and guides[k] <= high:
             continue  # it crosses a guide (whatever its x)
-        # Where a tested point of either curve lies in the box's rows (as Box.holds), left
-        # to right.
-        inside = (curves >= top - 2) & (curves <= bottom + 2)
-        held = np.flatnonzero(inside[0] | inside[1]).tolist()
+        held: list[int] | None = None
         for x0 in row:
             x1 = x0 + width
-            if any(
+            if placed and any(
                 not (x1 < other.x0 or other.x1 < x0 or bottom < other.top or other.bottom < top)
                 for other in placed
             ):
                 continue  # it meets a label already placed
+            if held is None:
+                # Where a tested point of either curve lies in the box's rows (as Box.holds),
+                # left to right: 2 · its x's index + its curve's.
+                inside = curves >= top - 2
+                inside &= curves <= bottom + 2
+                held = inside.reshape(-1).nonzero()[0].tolist()
             # The first of those points with x0 - 2 <= x is in the box if x <= x1 + 2.
-            k = bisect_left(held, bisect_left(x, x0 - 2))
-            if k == len(held) or x[held[k]] > x1 + 2:
+            k = bisect_left(held, 2 * bisect_left(x, x0 - 2))
+            if k == len(held) or x[held[k] >> 1] > x1 + 2:
                 return Box(x0, x1, baseline)
     baseline, row = rows[0]
     return Box(row[0], row[0] + width, baseline)
