@@ -204,18 +204,13 @@ def _ratio_sum(values: Sequence[tuple[int, int]]) -> tuple[int, int]:
     return top, bottom
 
 
-def _fixed_points(counts: list[float], sums: list[float], total: float) -> tuple[float, float, int]:
+def _fixed_points(counts: list[float], sums: list[float]) -> tuple[float, float, int]:
     """The schemes' fixed points from the exact per-rank sums, each the float nearest to its
     exact value: the weighted item mean ``Σ sums / Σ counts``, and the plain mean of the
-    occupied ranks' means ``sumᵣ / countᵣ``; and how many ranks are occupied. ``total``:
-    ``Σ counts`` as ``_rank_sums`` gives it."""
+    occupied ranks' means ``sumᵣ / countᵣ``; and how many ranks are occupied."""
     exact_sums = list(map(float.as_integer_ratio, sums))
     exact_counts = list(map(float.as_integer_ratio, counts))
-    if total < 2**53 and all(bottom == 1 for _, bottom in exact_counts):
-        # Whole counts: their float sum is exact (every partial sum is below 2**53).
-        count_top, count_bottom = int(total), 1
-    else:
-        count_top, count_bottom = _ratio_sum(exact_counts)
+    count_top, count_bottom = _ratio_sum(exact_counts)
     sum_top, sum_bottom = _ratio_sum(exact_sums)
     fixed_global = _nearest(sum_top * count_bottom, sum_bottom * count_top)
     rank_means = [
@@ -329,7 +324,7 @@ def trajectory(
     # Each scheme is the affine map w ← f + c·(w - f) (f its fixed point, c its contraction);
     # f and c come from the exact values of the per-rank sums, so two schemes that are the same
     # computation (one rank, equal counts, equal rank means) take exactly the same path.
-    fixed_global, fixed_rank_mean, occupied = _fixed_points(counts, sums, total)
+    fixed_global, fixed_rank_mean, occupied = _fixed_points(counts, sums)
     rate, unit = eta.as_integer_ratio()
     ranks = len(ys)
     contraction_global = _nearest(unit - rate, unit)
