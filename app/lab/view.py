@@ -122,15 +122,15 @@ class BarChart:
     legend: tuple[tuple[str, str], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+# The SGD chart's records are named tuples too (see Bar): the results pane builds them on every
+# slider step.
+class Line(NamedTuple):
     points: str
     kind: str
     label: str
 
 
-@dataclass(frozen=True, slots=True)
-class GuideLabel:
+class GuideLabel(NamedTuple):
     """A fixed point's label on the line chart: where its text starts, and what it says."""
 
     x: str
@@ -139,8 +139,7 @@ class GuideLabel:
     kind: str
 
 
-@dataclass(frozen=True, slots=True)
-class LineChart:
+class LineChart(NamedTuple):
     title: str
     description: str
     frame: Frame
@@ -151,8 +150,7 @@ class LineChart:
     step_ticks: tuple[Tick, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class TrajectoryView:
+class TrajectoryView(NamedTuple):
     """The SGD paths' text: per scheme a verb (heads to, oscillates around, diverges from),
     its fixed point and a clause with the step's contraction factor."""
 

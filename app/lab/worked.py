@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import NamedTuple
 
 from app.engine import GradientResult, RingCost, Trajectory
 from app.numbers import (
@@ -382,8 +383,8 @@ def verdict(result: GradientResult) -> str:
 # ---- SGD steps -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Course:
+# Named tuples rather than frozen dataclasses: built on every slider step, a tuple is quicker.
+class Course(NamedTuple):
     """Where one scheme's SGD goes: a verb, its fixed point and the step's factor."""
 
     verb: str
@@ -416,8 +417,7 @@ def course(scheme: str, point: str, factor: float) -> Course:
     return Course(verb=verb, fixed_point=point, factor=by, clause=clause, label=label)
 
 
-@dataclass(frozen=True, slots=True)
-class PathWords:
+class PathWords(NamedTuple):
     """The trajectory's words: each scheme's course, finals and the chart description."""
 
     global_course: Course
