@@ -1,7 +1,10 @@
 """The floor: a bare FastAPI app answering fixed bytes, the fastest this stack can serve a body.
 
 Run as ``uvicorn bench.floor:app`` with ``ATLAS_BENCH_FLOOR`` naming a JSON file that maps each
-path to a file holding the bytes the real app answered on that path.
+path, and on it each HX-Target header ("" for none), to a file holding the bytes the real app
+answered there, as sent (gzip-compressed when the benchmark asked as a browser does), with their
+media type and content encoding. The lab answers its pane and its details on one path, told
+apart by HX-Target.
 """
 
 import json
@@ -9,23 +12,40 @@ import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from fastapi import FastAPI, Response
+from fastapi import FastAPI, Request, Response
 
 app = FastAPI()
 
 
-def _endpoint(body: bytes, media_type: str) -> Callable[[], Awaitable[Response]]:
+Answer = tuple[bytes, str, dict[str, str]]
+
+
+def _endpoint(bodies: dict[str, Answer]) -> Callable[..., Awaitable[Response]]:
+    """The bytes of each HX-Target; a route with one answer reads no header at all."""
+    (first, *others) = bodies.values()
+
     # async: served on the event loop, without the thread-pool hop a plain def takes.
     async def endpoint() -> Response:
-        return Response(content=body, media_type=media_type)
+        return Response(content=first[0], media_type=first[1], headers=first[2])
 
-    return endpoint
+    async def by_target(request: Request) -> Response:
+        body, media_type, headers = bodies.get(request.headers.get("hx-target", ""), first)
+        return Response(content=body, media_type=media_type, headers=headers)
+
+    return by_target if others else endpoint
 
 
 def _mount_bodies(index_file: Path) -> None:
-    for path, entry in json.loads(index_file.read_text()).items():
-        body = (index_file.parent / entry["file"]).read_bytes()
-        app.add_api_route(path, _endpoint(body, entry["media_type"]), methods=["GET"])
+    for path, variants in json.loads(index_file.read_text()).items():
+        bodies = {
+            target: (
+                (index_file.parent / entry["file"]).read_bytes(),
+                entry["media_type"],
+                {"Content-Encoding": entry["encoding"]} if entry["encoding"] else {},
+            )
+            for target, entry in variants.items()
+        }
+        app.add_api_route(path, _endpoint(bodies), methods=["GET"])
 
 
 _mount_bodies(Path(os.environ["ATLAS_BENCH_FLOOR"]))

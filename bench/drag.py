@@ -3,7 +3,9 @@
 Each of wrk's 60 connections is a student (one thread, 60 walks taken in turn): every request
 moves one slider of that student's lab one slider step (a count by up to 3, a mean by up to 0.5,
 η by up to 0.05, w by up to 1; now and then P by one rank, as the form sends it: ``P`` and the
-old ranks) and asks for the results fragment, as htmx does on every input event. Between two
+old ranks) and asks for the results pane, as htmx does on every input event. A gesture is 4 to
+20 such steps; when it ends, the student's next request is the details below the pane for the
+state reached (as the page asks once the inputs pause): about one request in thirteen. Between two
 requests a student pauses 40 to 93 ms (wrk's ``delay()``), so a student sends about 15 requests a
 second while answers are quick, and the class about 900. The app runs as in the image: 2 uvicorn
 workers, the confirmation pool started and idle. Its floor, in the same run and paired run by run
@@ -19,7 +21,15 @@ import json
 import sys
 from collections.abc import Sequence
 
-from bench.load import RESULTS, Target, measure, paired_runs_parser, ready_to_run
+from bench.load import (
+    DETAILS,
+    PANE,
+    RESULTS,
+    Target,
+    measure,
+    paired_runs_parser,
+    ready_to_run,
+)
 
 STUDENTS = 60
 WORKERS = 2
@@ -68,6 +78,21 @@ local function step(s)
   return p, p
 end
 
+local DETAILS = {["HX-Request"] = "true", ["HX-Target"] = "lab-details"}
+
+local function state_query(s, p)
+  local parts = {"P=" .. p}
+  for r = 1, p do
+    parts[#parts + 1] = "counts=" .. s.counts[r]
+  end
+  for r = 1, p do
+    parts[#parts + 1] = string.format("means=%.1f", s.means[r])
+  end
+  parts[#parts + 1] = string.format("eta=%.2f", s.eta)
+  parts[#parts + 1] = string.format("w=%.1f", s.w)
+  return "/lab?" .. table.concat(parts, "&")
+end
+
 function request()
   turn = turn % STUDENTS + 1
   local s = students[turn]
@@ -75,6 +100,15 @@ function request()
     s = new_student()
     students[turn] = s
   end
+  -- A gesture is 4 to 20 slider steps; when it ends the inputs pause and the details below
+  -- the pane ask for the state the gesture reached.
+  if s.left == nil then
+    s.left = math.random(4, 20)
+  elseif s.left == 0 then
+    s.left = nil
+    return wrk.format(nil, state_query(s, #s.counts), DETAILS)
+  end
+  s.left = s.left - 1
   local sent_p, old_p = step(s)
   local parts = {"P=" .. sent_p}
   for r = 1, math.min(old_p, #s.counts) do
@@ -96,9 +130,10 @@ end
 CLASS = Target(
     "class dragging",
     "/lab?counts=2,6&means=1,3&eta=0.1&w=10",
-    {"HX-Request": "true", "HX-Target": "lab-results"},
+    PANE,
     STUDENTS,
     WALK_LUA,
+    also=((DETAILS, "/lab?counts=2,6&means=1,3&eta=0.1&w=10"),),
 )
 
 

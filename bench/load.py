@@ -6,7 +6,9 @@ runs that alternate floor and app (floor, app, floor, app, …), and the row giv
 the pairs' ratios, so a neighbour's burst on this shared machine lands on one pair, not on one
 side. Any non-2xx answer or socket error fails the run. The lab is loaded at 32 connections two
 ways: one state over and over, and a NEW random state on every request (2 to 8 ranks, every
-count, mean, η and w drawn afresh), which is what a class dragging sliders sends. The app runs as
+count, mean, η and w drawn afresh), which is what a class dragging sliders sends: the results
+pane, as the form asks on every input event. The details below the pane (asked for once the
+inputs pause) are loaded the same way as a row of their own. The app runs as
 in a classroom: its confirmation pool started and idle (in a private runtime folder).
 
 Besides throughput and latency, each run reports the server's CPU time per request (uvicorn and
@@ -27,6 +29,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import cast
 
 import httpx
 
@@ -36,7 +39,13 @@ from bench._wrk import WrkResult, run_wrk, wrk_available
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LAB_QUERY = "counts=2,6&means=1,3&eta=0.1&w=10"
-HX = {"HX-Request": "true"}
+# Every request asks for gzip as a browser does (Chromium's header), so the app pays for the
+# compression a class gets; the floor answers the app's compressed bytes as they were sent.
+BROWSER = {"Accept-Encoding": "gzip, deflate, br, zstd"}
+# What the lab's form sends on each input event (the results pane) and what its details block
+# sends once the inputs pause.
+PANE = {**BROWSER, "HX-Request": "true", "HX-Target": "lab-results"}
+DETAILS = {**BROWSER, "HX-Request": "true", "HX-Target": "lab-details"}
 
 # Issue 8's goal for a new lab state on every request, at 32 connections.
 GOAL_RPS_RATIO = 0.4
@@ -71,12 +80,16 @@ class Target:
     headers: dict[str, str]
     connections: int
     request_lua: str = ""
+    # Other answers its script asks for on the same route (headers, path): the floor answers
+    # each with the app's bytes for them (the lab's details, told apart by HX-Target).
+    also: tuple[tuple[dict[str, str], str], ...] = ()
 
 
 TARGETS = (
-    Target("lesson page", "/", {}, 64),
-    Target("lab, one state", f"/lab?{LAB_QUERY}", HX, 32),
-    Target("lab, new state", f"/lab?{LAB_QUERY}", HX, 32, NEW_STATE_LUA),
+    Target("lesson page", "/", BROWSER, 64),
+    Target("lab, one state", f"/lab?{LAB_QUERY}", PANE, 32),
+    Target("lab, new state", f"/lab?{LAB_QUERY}", PANE, 32, NEW_STATE_LUA),
+    Target("details, new", f"/lab?{LAB_QUERY}", DETAILS, 32, NEW_STATE_LUA),
 )
 GOAL_TARGET = "lab, new state"
 
@@ -158,16 +171,30 @@ class Row:
         }
 
 
-def capture_floor_bodies(app: Server, folder: Path, targets: Sequence[Target]) -> Path:
-    """Fetch what the app answers on each target and write the floor's index of those bytes."""
-    index = {}
-    for number, target in enumerate(targets):
-        response = httpx.get(app.url + target.path, headers=target.headers, timeout=10)
+def _answer(url: str, headers: dict[str, str]) -> dict[str, bytes | str]:
+    """The app's answer as sent: its bytes (compressed, if it compressed them) and headers."""
+    with httpx.stream("GET", url, headers=headers, timeout=10) as response:
         response.raise_for_status()
-        body_file = f"body{number}.bin"
-        (folder / body_file).write_bytes(response.content)
+        return {
+            "body": b"".join(response.iter_raw()),
+            "media_type": response.headers["content-type"],
+            "encoding": response.headers.get("content-encoding", ""),
+        }
+
+
+def capture_floor_bodies(app: Server, folder: Path, targets: Sequence[Target]) -> Path:
+    """Fetch what the app answers on each target and write the floor's index of those bytes:
+    per route, per HX-Target, the body as sent and its media type and content encoding."""
+    index: dict[str, dict[str, dict[str, str]]] = {}
+    for number, target in enumerate(targets):
         route = target.path.split("?", 1)[0]
-        index[route] = {"file": body_file, "media_type": response.headers["content-type"]}
+        answers = ((target.headers, target.path), *target.also)
+        for variant, (headers, path) in enumerate(answers):
+            answer = _answer(app.url + path, {**target.headers, **headers})
+            body_file = f"body{number}-{variant}.bin"
+            (folder / body_file).write_bytes(cast(bytes, answer.pop("body")))
+            entry = {"file": body_file, **cast(dict[str, str], answer)}
+            index.setdefault(route, {})[headers.get("HX-Target", "")] = entry
     index_file = folder / "index.json"
     index_file.write_text(json.dumps(index))
     return index_file

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from app.engine import EngineError, from_items, from_means, trajectory
 from app.lab import markup
-from app.lab.view import LabView, lab_view
+from app.lab.view import LabDetails, LabView, lab_details, lab_view
 from app.templating import templates
 from tests.lab_states import items_state, means_state
 
@@ -138,17 +138,22 @@ PLAIN = jinja2.Environment(autoescape=False)
 ESCAPED = jinja2.Environment(autoescape=True)
 
 
-def check(view: LabView) -> None:
-    """Every filter writes what its loop wrote, for this view."""
-    assert markup.rank_rows(view.ranks, view.mode) == PLAIN.from_string(RANK_ROWS).render(v=view)
-    charts = [view.counts_chart, view.influence_chart]
+def check(view: LabView, details: LabDetails) -> None:
+    """Every filter writes what its loop wrote, for this view and its details."""
+    assert markup.rank_rows(details.ranks, details.mode) == PLAIN.from_string(RANK_ROWS).render(
+        v=details
+    )
+    charts = [details.counts_chart, details.influence_chart]
     if view.trajectory is not None:
         charts.append(view.trajectory.chart)  # type: ignore[arg-type]
     for chart in charts:
         assert markup.grid_elements(chart) == PLAIN.from_string(GRID).render(chart=chart)
-    for chart in (view.counts_chart, view.influence_chart):
+    for chart in (details.counts_chart, details.influence_chart):
         assert markup.bar_elements(chart) == PLAIN.from_string(BARS).render(chart=chart)
-    for chart, chart_id in ((view.counts_chart, "lab-chart-counts"), (view.influence_chart, "c")):
+    for chart, chart_id in (
+        (details.counts_chart, "lab-chart-counts"),
+        (details.influence_chart, "c"),
+    ):
         macro = templates.env.from_string(CHARTS + "{{ bar_chart(chart, chart_id) }}")
         assert markup.bar_chart(chart, chart_id) == macro.render(chart=chart, chart_id=chart_id)
     if view.trajectory is not None:
@@ -183,7 +188,8 @@ def test_means_form_elements_are_the_loops_text(
 ) -> None:
     state = means_state(ranks[0], ranks[1], eta, w)
     with contextlib.suppress(EngineError):
-        check(lab_view(from_means(state.counts, state.means, eta=eta, w=w), state))
+        result = from_means(state.counts, state.means, eta=eta, w=w)
+        check(lab_view(result, state), lab_details(result, state))
 
 
 @settings(max_examples=60, deadline=None)
@@ -199,7 +205,7 @@ def test_items_form_elements_are_the_loops_text(
     with contextlib.suppress(EngineError):
         result = from_items(targets, eta=eta, w=w)
         path = trajectory(targets, None, eta=eta, w=w, steps=30)
-        check(lab_view(result, state, path))
+        check(lab_view(result, state, path), lab_details(result, state))
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from app.lab.panel import PRESETS
 LESSON = "counts=2,6&means=1,3&eta=0.1&w=10"
 ITEMS = "targets=9,9;7,7,7,7,7,7&eta=0.1&w=10&steps=30"
 HX = {"HX-Request": "true", "HX-Target": "lab-results"}
+DETAILS = {"HX-Request": "true", "HX-Target": "lab-details"}
 
 
 def soup(text: str) -> BeautifulSoup:
@@ -44,9 +45,10 @@ def test_lesson_example_fragment_has_the_lessons_numbers(client: TestClient) -> 
     assert value(page, "w-new") == "9.75"
     assert value(page, "w-new-rank-mean") == "9.8"
     assert value(page, "difference") == "0.05"
-    assert column(page, "factor") == ["0.5", "1.5"]
-    assert column(page, "compensated") == ["0.5", "4.5"]
-    formula = page.select_one('[data-formula="g"]')
+    details = soup(client.get(f"/lab?{LESSON}", headers=DETAILS).text)
+    assert column(details, "factor") == ["0.5", "1.5"]
+    assert column(details, "compensated") == ["0.5", "4.5"]
+    formula = details.select_one('[data-formula="g"]')
     assert formula is not None
     assert "(2×1 + 6×3) / 8 = 2.5" in formula.get_text()
 
@@ -182,7 +184,8 @@ def test_empty_rank_shows_a_warning(client: TestClient) -> None:
     live = page.select_one(".lab-notes")
     assert live is not None
     assert live["role"] == "status"
-    assert column(page, "factor") == ["0.75", "2.25", "0"]
+    details = client.get("/lab?counts=2,6,0&means=1,3,0&eta=0.1&w=10", headers=DETAILS)
+    assert column(soup(details.text), "factor") == ["0.75", "2.25", "0"]
 
 
 def test_items_form_draws_w_over_the_steps_for_both_schemes(client: TestClient) -> None:
@@ -203,11 +206,13 @@ def test_items_form_draws_w_over_the_steps_for_both_schemes(client: TestClient) 
 def test_heavy_padding_counts_only_weighted_tokens(client: TestClient) -> None:
     page = soup(client.get(f"/lab?{PRESETS[4].query}", headers=HX).text)
     assert value(page, "N") == "10"  # 8 valid tokens on rank 0, 2 on rank 1
-    assert [c.get_text() for c in page.select('[data-col="count"]')] == ["8", "2"]
+    details = soup(client.get(f"/lab?{PRESETS[4].query}", headers=DETAILS).text)
+    assert [c.get_text() for c in details.select('[data-col="count"]')] == ["8", "2"]
 
 
 def test_charts_are_labelled_svg(client: TestClient) -> None:
-    page = soup(client.get(f"/lab?{LESSON}", headers=HX).text)
+    pane = client.get(f"/lab?{LESSON}", headers=HX).text
+    page = soup(pane + client.get(f"/lab?{LESSON}", headers=DETAILS).text)
     charts = page.select("svg[role=img]")
     # The number line and the implied SGD path (results pane), the two bar charts (details).
     assert len(charts) == 4
@@ -217,6 +222,47 @@ def test_charts_are_labelled_svg(client: TestClient) -> None:
         assert desc is not None
         assert str(svg["aria-labelledby"]).split() == [title["id"], desc["id"]]
     assert "rank 0 2, rank 1 6" in page.select_one("#lab-chart-counts-desc").get_text()  # type: ignore[union-attr]
+
+
+def test_a_drag_gets_the_pane_and_the_details_come_by_their_own_request(
+    client: TestClient,
+) -> None:
+    """An input event's answer is the results pane (and its small out-of-band parts), never the
+    details below it; the details element asks for itself once the inputs pause."""
+    pane = soup(client.get(f"/lab?{LESSON}", headers=HX).text)
+    assert pane.select_one("#lab-results .lab-figures") is not None
+    assert pane.select_one("#lab-summary") is not None
+    assert pane.select_one("#lab-details") is None
+    assert pane.select_one("[data-formula]") is None
+    assert pane.select_one(".lab-table") is None
+
+    response = client.get(f"/lab?{LESSON}", headers=DETAILS)
+    assert response.status_code == 200
+    assert "HX-Target" in response.headers["Vary"]
+    details = soup(response.text)
+    (element,) = details.select("#lab-details")
+    assert not element.has_attr("hx-swap-oob")  # it is the swap's own target
+    assert element["hx-get"] == "/lab"
+    assert element["hx-include"] == "#lab-form"
+    assert "delay:" in str(element["hx-trigger"])
+    assert "from:#lab-form" in str(element["hx-trigger"])
+    assert details.select_one("#lab-results") is None
+    assert details.select_one(".lab-figures") is None
+    assert len(details.select(".lab-table tbody tr")) == 2
+
+    # The whole lab (a preset) still places everything itself.
+    whole = soup(client.get(f"/lab?{LESSON}", headers={**HX, "HX-Target": "lab"}).text)
+    assert whole.select_one("#lab-details [data-formula=g]") is not None
+    assert whole.select_one("#lab-results .lab-figures") is not None
+
+
+def test_details_of_an_invalid_state_are_a_422_without_numbers(client: TestClient) -> None:
+    response = client.get("/lab?counts=2,x&means=1,3&eta=0.1&w=10", headers=DETAILS)
+    assert response.status_code == 422
+    assert "X-Lab-Url" not in response.headers
+    details = soup(response.text)
+    assert details.select_one("#lab-details") is not None
+    assert details.select_one("[data-formula]") is None
 
 
 def test_changing_p_renders_the_rank_rows_out_of_band(client: TestClient) -> None:

@@ -19,9 +19,11 @@ from app.lab.view import (
     LEFT,
     RIGHT,
     TOP,
+    LabDetails,
     LabView,
     counts_chart,
     influence_chart,
+    lab_details,
     lab_view,
     nice_ceiling,
     nice_range,
@@ -38,6 +40,10 @@ ITEMS = items_state(targets=((9.0, 9.0), (7.0,) * 6), weights=None, eta=0.1, w=1
 
 def lesson_view() -> LabView:
     return lab_view(from_means(LESSON.counts, LESSON.means, eta=0.1, w=10.0), LESSON)
+
+
+def lesson_details() -> LabDetails:
+    return lab_details(from_means(LESSON.counts, LESSON.means, eta=0.1, w=10.0), LESSON)
 
 
 @pytest.mark.parametrize(
@@ -58,7 +64,7 @@ def test_fmt_reads_like_the_lesson(value: float, text: str) -> None:
 
 
 def test_lesson_example_formulas_carry_the_students_numbers() -> None:
-    view = lesson_view()
+    view = lesson_details()
     assert view.lines.N == "2 + 6 = 8"
     assert view.lines.g == "(2×1 + 6×3) / 8 = 2.5"
     assert view.lines.rank_mean == "(1 + 3) / 2 = 2"
@@ -68,12 +74,12 @@ def test_lesson_example_formulas_carry_the_students_numbers() -> None:
     assert view.lines.difference == "0.1×(2.5 − 2) = 0.05"
     assert [row.factor_formula for row in view.ranks] == ["2×2 / 8 = 0.5", "2×6 / 8 = 1.5"]
     assert [row.compensated for row in view.ranks] == ["0.5", "4.5"]
-    assert not view.agree
+    assert not lesson_view().agree
 
 
 def test_negative_operands_are_parenthesised() -> None:
     state = means_state((1.0, 1.0), (-3.0, 1.0), 0.5, -2.0)
-    view = lab_view(from_means(state.counts, state.means, eta=0.5, w=-2.0), state)
+    view = lab_details(from_means(state.counts, state.means, eta=0.5, w=-2.0), state)
     assert view.lines.g == "(1×(−3) + 1×1) / 2 = −1"
     assert view.lines.w_new == "−2 − 0.5×(−1) = −1.5"
 
@@ -84,7 +90,7 @@ def test_equal_counts_agree() -> None:
 
 
 def test_count_bars_are_proportional_and_inside_the_frame() -> None:
-    chart = lesson_view().counts_chart
+    chart = lesson_details().counts_chart
     (series,) = chart.series
     heights = [bar.height for bar in series.bars]
     assert heights[1] == pytest.approx(3 * heights[0])
@@ -99,7 +105,7 @@ def test_count_bars_are_proportional_and_inside_the_frame() -> None:
 
 def test_a_series_path_draws_each_bar_from_its_top_down_to_the_axis() -> None:
     """``M x bottom V y h width V bottom z`` per bar, at the bar's own numbers (to 0.1 unit)."""
-    (series,) = lesson_view().counts_chart.series
+    (series,) = lesson_details().counts_chart.series
     axis = f"{BOTTOM:g}"
     drawn = re.findall(rf"M([\d.]+) {axis}V([\d.]+)h([\d.]+)V{axis}z", series.path)
     assert len(drawn) == len(series.bars) == 2
@@ -110,7 +116,7 @@ def test_a_series_path_draws_each_bar_from_its_top_down_to_the_axis() -> None:
 
 
 def test_influence_bars_show_the_rank_mean_overweighting_small_ranks() -> None:
-    global_, rank_mean = lesson_view().influence_chart.series
+    global_, rank_mean = lesson_details().influence_chart.series
     assert (global_.kind, rank_mean.kind) == ("global", "rank-mean")
     # Under the rank mean one item of rank 0 weighs 1/4, three times one item of rank 1 (1/12).
     assert rank_mean.bars[0].height == pytest.approx(3 * rank_mean.bars[1].height)
@@ -119,16 +125,17 @@ def test_influence_bars_show_the_rank_mean_overweighting_small_ranks() -> None:
     assert global_.bars[0].height == pytest.approx(rank_mean.bars[1].height * 12 / 8)
     # Their values, written above the bars (where they fit), in the lab's one formatting: 1/12
     # exactly.
-    chart = lesson_view().influence_chart
+    chart = lesson_details().influence_chart
     assert [value.text for value in chart.values] == ["0.125", "0.125", "0.25", "1/12"]
 
 
 def test_empty_rank_has_no_bar_height() -> None:
     state = means_state((2.0, 6.0, 0.0), (1.0, 3.0, 0.0), 0.1, 10.0)
-    view = lab_view(from_means(state.counts, state.means, eta=0.1, w=10.0), state)
-    assert [series.bars[2].height for series in view.influence_chart.series] == [0.0, 0.0]
-    assert view.ranks[2].empty
-    assert view.warnings
+    result = from_means(state.counts, state.means, eta=0.1, w=10.0)
+    details = lab_details(result, state)
+    assert [series.bars[2].height for series in details.influence_chart.series] == [0.0, 0.0]
+    assert details.ranks[2].empty
+    assert lab_view(result, state).warnings
 
 
 def test_trajectory_chart_spans_the_steps_and_orders_the_fixed_points() -> None:
@@ -148,7 +155,7 @@ def test_trajectory_chart_spans_the_steps_and_orders_the_fixed_points() -> None:
     assert view.trajectory.fixed_point_global == "7.5"
     assert view.trajectory.fixed_point_rank_mean == "8"
     assert [tick.label for tick in chart.ticks] == ["7", "8", "9", "10"]
-    assert view.ranks[1].gradients == "3, 3, 3, 3, 3, 3"
+    assert lab_details(result, ITEMS).ranks[1].gradients == "3, 3, 3, 3, 3, 3"
 
 
 @pytest.mark.parametrize(
@@ -217,16 +224,17 @@ def test_no_view_text_holds_a_character_html_gives_a_meaning_to(
     ranks: tuple[list[float], list[float]], eta: float, w: float, targets: list[list[float]]
 ) -> None:
     """The results fragment writes the view's text unescaped: it must never need escaping."""
-    views = []
+    views: list[LabView | LabDetails] = []
     state = means_state(ranks[0], ranks[1], eta, w)
     # Out of the float range the engine refuses, and the lab shows that error (escaped) instead.
     with contextlib.suppress(EngineError):
-        views.append(lab_view(from_means(state.counts, state.means, eta=eta, w=w), state))
+        means_result = from_means(state.counts, state.means, eta=eta, w=w)
+        views += [lab_view(means_result, state), lab_details(means_result, state)]
     items = items_state(targets, None, eta, w, 30)
     with contextlib.suppress(EngineError):
         result = from_items(targets, eta=eta, w=w)
         path = trajectory(targets, None, eta=eta, w=w, steps=30)
-        views.append(lab_view(result, items, path))
+        views += [lab_view(result, items, path), lab_details(result, items)]
     for view in views:
         for text in texts(view):
             # An apostrophe is plain text in element content and in double-quoted attributes.

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from app.engine import EngineError, accumulate, from_items, from_means, ring_allreduce, trajectory
 from app.lab.compute import compute
 from app.lab.state import GradientRequest, RingRequest
-from app.lab.view import lab_view, ring_view
+from app.lab.view import lab_details, lab_view, ring_view
 from app.numbers import fmt
 from app.sentences import MOST_DIGITS
 from tests.lab_states import items_state, means_state, ring_state
@@ -271,7 +271,9 @@ def test_verdict_figures_and_lines_hold_for_any_means_state(
     result = from_means(counts, means, eta=eta, w=w)
     g, rank_mean = exact(counts, means)
     step, start = Fraction(eta), Fraction(w)
-    view = lab_view(result, means_state(tuple(counts), tuple(means), eta, w))
+    lab_state = means_state(tuple(counts), tuple(means), eta, w)
+    view = lab_view(result, lab_state)
+    details = lab_details(result, lab_state)
 
     # 4. the verdict: exactly the condition that holds
     held = condition(counts, means)
@@ -321,14 +323,14 @@ def test_verdict_figures_and_lines_hold_for_any_means_state(
     assert (view.w_new == view.w_new_rank_mean) is (result.w_new == result.w_new_rank_mean)
 
     # 1. every written-out line holds as printed, and its result is the true value
-    check_rounded(check_line_text(view.lines.N), sum(map(Fraction, counts), Fraction(0)))
-    check_rounded(check_line_text(view.lines.g), g, ulps(g))
-    check_rounded(check_line_text(view.lines.rank_mean), rank_mean, ulps(rank_mean))
-    check_line(view.lines.compensated)
-    check_rounded(check_line_text(view.lines.w_new), start - step * g, ulps(start - step * g))
-    check_line(view.lines.w_new_rank_mean)
-    check_rounded(check_line_text(view.lines.difference), step * (g - rank_mean), ulps(w))
-    for row in view.ranks:
+    check_rounded(check_line_text(details.lines.N), sum(map(Fraction, counts), Fraction(0)))
+    check_rounded(check_line_text(details.lines.g), g, ulps(g))
+    check_rounded(check_line_text(details.lines.rank_mean), rank_mean, ulps(rank_mean))
+    check_line(details.lines.compensated)
+    check_rounded(check_line_text(details.lines.w_new), start - step * g, ulps(start - step * g))
+    check_line(details.lines.w_new_rank_mean)
+    check_rounded(check_line_text(details.lines.difference), step * (g - rank_mean), ulps(w))
+    for row in details.ranks:
         check_line(row.factor_formula)
         check_line(row.compensated_formula)
         if row.empty:
@@ -519,19 +521,20 @@ def test_unequal_counts_with_equal_means_name_the_means_not_the_counts() -> None
 
 def test_a_tiny_difference_prints_as_different_numbers() -> None:
     counts, means = [1.0, 3.0], [1.0, 1.00001 + 4e-11]
-    view = lab_view(
-        from_means(counts, means, eta=0.1, w=9.9), means_state((1.0, 3.0), tuple(means), 0.1, 9.9)
-    )
+    result = from_means(counts, means, eta=0.1, w=9.9)
+    state = means_state((1.0, 3.0), tuple(means), 0.1, 9.9)
+    view = lab_view(result, state)
     plain, counted = re.findall(r"gives (\S+) instead of (\S+) ", view.verdict)[0]
     assert plain != counted
-    check_line(view.lines.difference)
+    check_line(lab_details(result, state).lines.difference)
 
 
 def test_huge_w_lines_hold_as_printed() -> None:
-    view = lab_view(
-        from_means([2, 6], [1, 3], eta=0.1, w=123456.7), means_state((2, 6), (1, 3), 0.1, 123456.7)
-    )
-    for line in (view.lines.w_new, view.lines.w_new_rank_mean, view.lines.difference):
+    result = from_means([2, 6], [1, 3], eta=0.1, w=123456.7)
+    state = means_state((2, 6), (1, 3), 0.1, 123456.7)
+    view = lab_view(result, state)
+    worked = lab_details(result, state).lines
+    for line in (worked.w_new, worked.w_new_rank_mean, worked.difference):
         check_line(line)
     assert view.w_new != view.w_new_rank_mean
 
@@ -629,8 +632,9 @@ def test_a_step_below_the_float_range_is_not_printed_as_zero() -> None:
     # w - η g = 5e-324 - 0.5 × 1.5e-323 is −2.47×10⁻³²⁴ exactly: the float rounds it to −0.
     result = from_means([1.0], [1.5e-323], eta=0.5, w=5e-324)
     assert result.w_new == 0.0
-    view = lab_view(result, means_state([1.0], [1.5e-323], 0.5, 5e-324))
+    state = means_state([1.0], [1.5e-323], 0.5, 5e-324)
+    view = lab_view(result, state)
     truth = Fraction(5e-324) - Fraction(1, 2) * Fraction(1.5e-323)
     check_rounded(view.w_new, truth)
     assert view.w_new != "0"
-    check_line(view.lines.w_new)
+    check_line(lab_details(result, state).lines.w_new)

@@ -6,7 +6,14 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any, Generic, TypeVar, cast
 
-from app.engine import EngineError, from_items, from_means, ring_allreduce, trajectory
+from app.engine import (
+    EngineError,
+    GradientResult,
+    from_items,
+    from_means,
+    ring_allreduce,
+    trajectory,
+)
 from app.lab import accumulation
 from app.lab import markup as _markup  # noqa: F401 (registers the lab templates' filters)
 from app.lab.fields import FieldError, engine_error
@@ -22,7 +29,7 @@ from app.lab.query import (
     ring_query_pairs,
 )
 from app.lab.state import MAX_COUNT, MAX_RANKS, GradientRequest
-from app.lab.view import LabView, RingView, lab_view, ring_view
+from app.lab.view import LabDetails, LabView, RingView, lab_details, lab_view, ring_view
 from app.numbers import fmt
 
 ParsedT = TypeVar("ParsedT")
@@ -137,6 +144,16 @@ class LabPanel(Panel[ParsedLab, LabView]):
 
     acc_m: str = str(accumulation.DEFAULT)
     window: accumulation.AccumulationView | None = None
+    result: GradientResult | None = None
+
+    @cached_property
+    def details(self) -> LabDetails | None:
+        """The details below the pane, built only when a template shows them (a drag's answer
+        is the pane alone)."""
+        state = self.state
+        if self.result is None or state is None:
+            return None
+        return lab_details(self.result, state)
 
     @property
     def state(self) -> GradientRequest | None:
@@ -223,7 +240,7 @@ def lab_panel(query: Mapping[str, str]) -> LabPanel:
     except EngineError as exc:
         return LabPanel(parsed, None, (engine_error(exc),), (), acc_raw)
     pairs = (*lab_query_pairs(state), *extra)
-    return LabPanel(parsed, view, (), pairs, acc_raw, window)
+    return LabPanel(parsed, view, (), pairs, acc_raw, window, result)
 
 
 def page_context(query: Mapping[str, str]) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from app.templating import route_path, templates
 
 router = APIRouter(tags=["lab"])
 
-# The lab answers one URL three ways: whole page, whole lab, or results only.
+# The lab answers one URL four ways: the whole page, the whole lab, the results pane (what a
+# drag asks for on every input event) or the details below it (asked for when the inputs pause).
 VARY = "HX-Request, HX-Target"
 STATE_URL_HEADER = "X-Lab-Url"
 
@@ -50,14 +51,18 @@ def full_page(request: Request, context: dict[str, Any]) -> Response:
 # async: the work is a fraction of a millisecond of CPU, less than a hop to the thread pool.
 @router.get("/lab", name="lab", response_class=HTMLResponse)
 async def lab(request: Request) -> Response:
-    """The lab for the state in the query: results fragment (htmx), whole lab, or the whole page."""
+    """The lab for the state in the query: for htmx its results pane, its details or the whole
+    lab (by HX-Target); else the whole page."""
     context = page_context(request.query_params)
     if request.headers.get("HX-Request") != "true":
         return full_page(request, context)
     panel: LabPanel = context["lab"]
     valid = panel.view is not None
-    if request.headers.get("HX-Target") == "lab":
+    target = request.headers.get("HX-Target")
+    if target == "lab":
         return fragment(request, "_lab.html", context, valid)
+    if target == "lab-details":
+        return fragment(request, "_lab_details.html", context, valid)
     context.update(oob_status=True, oob_ranks=panel.parsed.resized, oob_carry=valid, oob_rest=True)
     return fragment(request, "_lab_results.html", context, valid)
 

@@ -172,7 +172,7 @@ class TrajectoryView(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class LabView:
-    """Everything the results fragment shows, as text."""
+    """The results pane, as text: what a drag refreshes on every input event."""
 
     mode: str
     N: str
@@ -181,16 +181,23 @@ class LabView:
     w_new: str
     w_new_rank_mean: str
     w_new_difference: str
-    lines: Lines  # the written-out lines with the student's numbers
     agree: bool
     verdict: str
-    ranks: tuple[RankRow, ...]
     warnings: tuple[str, ...]
-    counts_chart: BarChart
-    influence_chart: BarChart
     trajectory: TrajectoryView | None
     number_line: NumberLine
     summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class LabDetails:
+    """The details below the pane, as text: refreshed when the answers pause."""
+
+    mode: str
+    lines: Lines  # the written-out lines with the student's numbers
+    ranks: tuple[RankRow, ...]
+    counts_chart: BarChart
+    influence_chart: BarChart
 
 
 def _item_list(values: Sequence[float]) -> str:
@@ -236,34 +243,45 @@ def _rank_rows(
     return tuple(rows)
 
 
+def _mode(state: GradientRequest) -> str:
+    return "items" if state.targets is not None else "means"
+
+
 def lab_view(
     result: GradientResult, state: GradientRequest, path: Trajectory | None = None
 ) -> LabView:
-    """The results fragment's view of one engine result (and, in the items form, a trajectory)."""
+    """The results pane's view of one engine result (and, in the items form, a trajectory)."""
     shown = figures(result)
-    worked = lines(result)
-    counts = column(result.counts, printer=worked.printer)
     return LabView(
-        mode="items" if state.targets is not None else "means",
+        mode=_mode(state),
         N=shown.N,
         global_gradient=shown.global_gradient,
         rank_mean_gradient=shown.rank_mean_gradient,
         w_new=shown.w_new,
         w_new_rank_mean=shown.w_new_rank_mean,
         w_new_difference=shown.w_new_difference,
-        lines=worked,
         agree=result.agreement.agree,
         verdict=verdict(result),
-        ranks=_rank_rows(result, state, worked, counts),
         warnings=tuple(minus_signs(text) for text in result.warnings),
-        counts_chart=counts_chart(result, counts),
-        influence_chart=influence_chart(result),
         trajectory=trajectory_view(path) if path is not None else None,
         number_line=number_line(result, fmt),
         summary=(
             f"N {shown.N}: g {shown.global_gradient} against the rank mean"
             f" {shown.rank_mean_gradient}; w new {shown.w_new} against {shown.w_new_rank_mean}."
         ),
+    )
+
+
+def lab_details(result: GradientResult, state: GradientRequest) -> LabDetails:
+    """The details' view of one engine result: written-out lines, per-rank table, bar charts."""
+    worked = lines(result)
+    counts = column(result.counts, printer=worked.printer)
+    return LabDetails(
+        mode=_mode(state),
+        lines=worked,
+        ranks=_rank_rows(result, state, worked, counts),
+        counts_chart=counts_chart(result, counts),
+        influence_chart=influence_chart(result),
     )
 
 

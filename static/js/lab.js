@@ -28,6 +28,12 @@
       if (!(input instanceof HTMLInputElement) || !input.closest("#lab")) {
         return;
       }
+      // The details follow by their own request once the inputs pause: until their answer
+      // replaces them they describe earlier inputs, and say so to assistive technology.
+      var details = input.closest("#lab-form") && document.getElementById("lab-details");
+      if (details) {
+        details.setAttribute("aria-busy", "true");
+      }
       if (input.classList.contains("lab-slider")) {
         var number = document.getElementById(input.dataset.sync);
         if (number) {
@@ -46,7 +52,9 @@
   // A 422 answer is still the lab's answer: it holds the message that names the field. For
   // the lab's own results the last valid results stay, visibly marked stale, and the messages
   // go to the pane's problem list and to each field; anything else swaps the answer in.
-  var STALE = ["lab-results", "lab-summary", "lab-details"];
+  // The details below the pane are marked too, but only their own answer (which replaces
+  // them, once the inputs pause) clears the mark.
+  var STALE = ["lab-results", "lab-summary"];
 
   function setStale(stale) {
     STALE.forEach(function (id) {
@@ -55,6 +63,10 @@
         element.classList.toggle("lab-stale", stale);
       }
     });
+    var details = document.getElementById("lab-details");
+    if (details && stale) {
+      details.classList.add("lab-stale");
+    }
   }
 
   function showProblems(fragment) {
@@ -91,7 +103,10 @@
     }
     detail.isError = false;
     detail.shouldSwap = true;
-    if (detail.target.id === "lab-results") {
+    if (detail.target.id === "lab-details") {
+      // The pane's answer for the same inputs already named the problem and marked these stale.
+      detail.shouldSwap = false;
+    } else if (detail.target.id === "lab-results") {
       var fragment = document.createElement("template");
       fragment.innerHTML = detail.serverResponse;
       if (showProblems(fragment.content)) {

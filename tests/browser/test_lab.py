@@ -79,25 +79,58 @@ def test_keyboard_on_the_slider_updates_live_and_keeps_focus(
     expect(figure(page, "N")).to_have_text("8")
 
 
-def test_dragging_the_slider_agrees_with_the_number_input(
-    live_server: LiveServer, page: Any
-) -> None:
-    page.goto(f"{live_server.url}/?{LESSON}#lab")
+def drag_rank_1_count(page: Any, fractions: tuple[float, ...], steps: int) -> Any:
+    """Drag rank 1's count slider from its value 6 through each fraction of its width (in
+    ``steps`` mouse moves each); returns the slider."""
     slider = page.get_by_role("slider", name="rank 1 count", exact=True)
     slider.scroll_into_view_if_needed()
     box = slider.bounding_box()
     y = box["y"] + box["height"] / 2
     page.mouse.move(box["x"] + box["width"] * 6 / 64, y)
     page.mouse.down()
-    for fraction in (0.2, 0.35, 0.5):
-        page.mouse.move(box["x"] + box["width"] * fraction, y, steps=4)
+    for fraction in fractions:
+        page.mouse.move(box["x"] + box["width"] * fraction, y, steps=steps)
     page.mouse.up()
+    return slider
+
+
+def test_dragging_the_slider_agrees_with_the_number_input(
+    live_server: LiveServer, page: Any
+) -> None:
+    page.goto(f"{live_server.url}/?{LESSON}#lab")
+    slider = drag_rank_1_count(page, (0.2, 0.35, 0.5), steps=4)
     number = page.get_by_role("spinbutton", name="rank 1 count", exact=True)
     dragged = number.input_value()
     assert int(dragged) > 20
     assert slider.input_value() == dragged
     expect(figure(page, "N")).to_have_text(str(2 + int(dragged)))
     page.wait_for_url(f"**/?counts=2,{dragged}&means=1,3&eta=0.1&w=10#lab")
+
+
+def test_a_drag_asks_for_the_pane_and_the_details_follow_when_it_pauses(
+    live_server: LiveServer, page: Any
+) -> None:
+    """Every input event of a drag fetches the results pane; the details below it (formulas,
+    per-rank table, bar charts) are fetched by their own request once the inputs pause."""
+    targets: list[str] = []
+    page.on(
+        "request",
+        lambda request: (
+            targets.append(request.headers.get("hx-target", "")) if "/lab?" in request.url else None
+        ),
+    )
+    page.goto(f"{live_server.url}/?{LESSON}#lab")
+    drag_rank_1_count(page, (0.5,), steps=12)
+    dragged = int(page.get_by_role("spinbutton", name="rank 1 count", exact=True).input_value())
+    expect(figure(page, "N")).to_have_text(str(2 + dragged))
+    formula = page.locator('#lab-details [data-formula="N"]')
+    expect(formula).to_contain_text(f"2 + {dragged} = {2 + dragged}")
+    expect(page.locator("#lab-details")).not_to_have_attribute("aria-busy", "true")
+    table_counts = page.locator('#lab-details [data-col="count"]')
+    expect(table_counts).to_have_text(["2", str(dragged)])
+    panes, details = targets.count("lab-results"), targets.count("lab-details")
+    assert panes >= 3, targets
+    assert 1 <= details < panes, targets
 
 
 def test_back_button_restores_the_previous_state(live_server: LiveServer, page: Any) -> None:
@@ -138,9 +171,16 @@ def test_bad_input_shows_an_inline_message_and_keeps_the_address(
     # The last valid results stay, visibly marked stale.
     expect(page.locator("#lab-results")).to_have_class(re.compile(r"\blab-stale\b"))
     expect(page.locator("#lab-problems .lab-stale-note")).to_be_visible()
+    # The details below keep their last valid numbers, marked stale too, after their own
+    # request (a 422 for these inputs) has come back.
+    page.wait_for_timeout(600)
+    expect(page.locator("#lab-details")).to_have_class(re.compile(r"\blab-stale\b"))
+    expect(page.locator('#lab-details [data-formula="w-new"]')).to_contain_text("= 9.75")
     assert state(page.url)["eta"] == ["0.1"]
     eta.fill("0.2")
     expect(figure(page, "w-new")).to_have_text("9.5")
+    expect(page.locator('#lab-details [data-formula="w-new"]')).to_contain_text("= 9.5")
+    expect(page.locator("#lab-details")).not_to_have_class(re.compile(r"\blab-stale\b"))
     expect(eta).not_to_have_attribute("aria-invalid", "true")
     expect(at_field).to_have_count(0)
     expect(page.locator("#lab-results")).not_to_have_class(re.compile(r"\blab-stale\b"))
