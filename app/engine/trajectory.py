@@ -4,7 +4,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import NoReturn, cast
+from typing import NoReturn
 
 import numpy as np
 
@@ -262,17 +262,10 @@ def _losses(
     that ``np.dot`` takes, so every loss is the float one ``np.dot`` per point gives (NumPy
     before 2.0 has no ``vecdot``: there it is ``np.dot`` row by row).
     """
-    y = np.array(list(chain.from_iterable(ys)), dtype=np.float64)
-    weight = np.array(list(chain.from_iterable(vs)), dtype=np.float64)
-    rows = max(1, LOSS_BLOCK // max(y.size, 1))
-    if VECDOT is not None and len(points) <= rows:  # one block, worked in place
-        block = np.subtract.outer(np.array(points, dtype=np.float64), y)
-        np.square(block, out=block)
-        block *= 0.5
-        dot = VECDOT(block, weight)
-        dot /= total
-        return cast(list[float], dot.tolist())
+    y = np.array([x for rank in ys for x in rank], dtype=np.float64)
+    weight = np.array([x for rank in vs for x in rank], dtype=np.float64)
     at = np.array(points, dtype=np.float64)
+    rows = max(1, LOSS_BLOCK // max(y.size, 1))
     losses: list[float] = []
     for first in range(0, at.size, rows):
         block = 0.5 * (at[first : first + rows, None] - y) ** 2
