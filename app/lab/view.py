@@ -640,6 +640,7 @@ def _step_axis(steps: int) -> tuple[tuple[float, ...], tuple[str, ...], str]:
 # ``_n`` of every hundredth a y coordinate can print as, 0 … HEIGHT: reading a curve's ys from
 # this table is several times quicker than formatting each float.
 Y_TEXTS = tuple(_n(hundredths / 100) for hundredths in range(round(HEIGHT * 100) + 1))
+Y_TABLE = np.array(Y_TEXTS, dtype=object)  # the same, to index with an array
 
 
 def _coordinates(ys: FloatArray, listed: list[float] | None = None) -> list[str]:
@@ -655,13 +656,12 @@ def _coordinates(ys: FloatArray, listed: list[float] | None = None) -> list[str]
         return [_n(y) for y in listed]
     hundredths = ys * 100
     nearest = np.rint(hundredths)
-    texts = list(map(Y_TEXTS.__getitem__, nearest.astype(np.intp).tolist()))
-    np.subtract(hundredths, nearest, out=hundredths)
-    halfway = (np.abs(hundredths, out=hundredths) > 0.5 - 1e-9).tolist()
-    if True in halfway:
-        for k, near in enumerate(halfway):
-            if near:
-                texts[k] = _n(listed[k])
+    texts: list[str] = Y_TABLE[nearest.astype(np.intp)].tolist()
+    hundredths -= nearest
+    np.abs(hundredths, out=hundredths)
+    if hundredths.max() > 0.5 - 1e-9:
+        for k in np.flatnonzero(hundredths > 0.5 - 1e-9).tolist():
+            texts[k] = _n(listed[k])
     return texts
 
 
