@@ -25,9 +25,13 @@ from app.lab.view import (
     Box,
     _coordinates,
     _n,
+    _probes,
     _x_step,
     place_label,
+    probe_ys,
 )
+from app.lab.worked import _distinct_pair
+from app.numbers import fmt_distinct
 
 # ---- the engine ------------------------------------------------------------------------------
 
@@ -107,6 +111,79 @@ def test_trajectory_losses_of_many_items_are_the_reference_floats() -> None:
     )
 
 
+def _reference_path(w: float, fixed: float, factor: float, steps: int) -> list[float]:
+    """One scheme's iterates, each ``f + c·(w - f)``, up to the first whose ``|w|`` passes
+    1e100 (that one left out)."""
+    path = [w]
+    for _ in range(steps):
+        w = fixed + factor * (w - fixed)
+        if not abs(w) <= 1e100:
+            break
+        path.append(w)
+    return path
+
+
+def _means_run(rng: random.Random) -> tuple[list[list[float]], list[list[float]], float, float]:
+    """A counts-and-means state as the lab's implied path sees it: one target per rank,
+    weighted by a whole count (0 for an empty rank); now and then a rate that diverges."""
+    ranks = rng.randint(1, 8)
+    w = rng.choice([rng.randint(-40, 40) / 2, 0.0, 1e6, -7.25, rng.uniform(-1e90, 1e90)])
+    targets = [[w - rng.randint(-100, 100) / 10] for _ in range(ranks)]
+    counts = [[float(rng.choice([0, 1, rng.randint(0, 64), 10**6]))] for _ in range(ranks)]
+    counts[0] = [float(rng.randint(1, 64))]
+    eta = rng.choice([rng.randint(1, 200) / 100, 2.0, 3.5, 0.001, 1e6, rng.uniform(2, 50)])
+    return targets, counts, eta, w
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_means_form_runs_are_the_reference_runs(seed: int) -> None:
+    rng = random.Random(100 + seed)
+    for _ in range(150):
+        targets, counts, eta, w = _means_run(rng)
+        steps = rng.choice([0, 1, 30, 30, 200])
+        path = trajectory(targets, counts, eta=eta, w=w, steps=steps)
+        fixed_global, fixed_rank_mean, factor_global, factor_rank_mean = _reference_numbers(
+            targets, counts, eta
+        )
+        assert (path.fixed_point_global, path.fixed_point_rank_mean) == (
+            fixed_global,
+            fixed_rank_mean,
+        )
+        assert (path.contraction_global, path.contraction_rank_mean) == (
+            factor_global,
+            factor_rank_mean,
+        )
+        ws = _reference_path(w, fixed_global, factor_global, steps)
+        ws_rank_mean = _reference_path(w, fixed_rank_mean, factor_rank_mean, steps)
+        taken = min(len(ws), len(ws_rank_mean))
+        assert path.w_global == tuple(ws[:taken])
+        assert path.w_rank_mean == tuple(ws_rank_mean[:taken])
+        assert path.steps == taken - 1
+        assert path.diverged == (taken <= steps)
+        escaped = [
+            name for name, run in (("global", ws), ("rank-mean", ws_rank_mean)) if len(run) == taken
+        ]
+        stop = [text for text in path.warnings if text.startswith("|w| under the")]
+        if path.diverged:
+            assert stop == [
+                f"|w| under the {' and '.join(escaped)} scheme{'s' if len(escaped) > 1 else ''}"
+                f" would pass 1e+100 at step {taken} of {steps}; both trajectories stop after"
+                f" step {taken - 1} so every number stays finite."
+            ]
+        else:
+            assert stop == []
+        y = np.array([rank[0] for rank in targets])
+        weight = np.array([rank[0] for rank in counts])
+        total = float(weight.sum())
+        for points, losses in (
+            (path.w_global, path.loss_global),
+            (path.w_rank_mean, path.loss_rank_mean),
+        ):
+            assert losses == tuple(
+                float(np.dot(weight, 0.5 * (p - y) ** 2) / total) for p in points
+            )
+
+
 # ---- the chart -------------------------------------------------------------------------------
 
 
@@ -174,13 +251,30 @@ def test_labels_go_where_testing_every_point_puts_them(seed: int) -> None:
         guide_ys = [rng.uniform(TOP, BOTTOM) for _ in range(2)]
         start_y = curves[0][0]
         tracks = [list(zip(xs, ys, strict=True)) for ys in curves]
+        x = _probes(steps).x
+        tested = probe_ys(steps, np.array(curves[0] + curves[1]))
         placed: list[Box] = []
         expected: list[Box] = []
         for guide_y in guide_ys:
             text = "x" * rng.randint(3, 34)
-            placed.append(place_label(text, guide_y, start_y, xs, curves, guide_ys, placed))
+            placed.append(place_label(text, guide_y, start_y, x, tested, guide_ys, placed))
             expected.append(_reference_place(text, guide_y, start_y, tracks, guide_ys, expected))
         assert placed == expected
+
+
+def test_probes_are_the_tested_points() -> None:
+    # The same floats as the scalar formulas, not merely close ones: a label's edge may fall
+    # within a rounding of a point.
+    rng = random.Random(5)
+    for steps in (0, 1, 2, 5, 30, 31, 100, 1000):
+        xs = [_x_step(k, steps) for k in range(steps + 1)]
+        for _ in range(3):
+            curves = [_random_curve(rng, steps) for _ in range(2)]
+            tested = probe_ys(steps, np.array(curves[0] + curves[1] + [0.0, 0.0]))
+            for ys, row in zip(curves, tested.T.tolist(), strict=True):
+                assert list(zip(_probes(steps).x, row, strict=True)) == _dense(
+                    list(zip(xs, ys, strict=True))
+                )
 
 
 def test_coordinates_print_as_two_decimals() -> None:
@@ -194,3 +288,22 @@ def test_coordinates_print_as_two_decimals() -> None:
         assert _coordinates(chunk) == [_n(v) for v in chunk.tolist()]
     outside = np.array([-0.001, 5.0, HEIGHT + 1, -3.25])
     assert _coordinates(outside) == [_n(v) for v in outside.tolist()]
+    for value in (-0.001, -0.004999, HEIGHT + 0.004, HEIGHT + 0.006, -1e-300):
+        near = np.array([5.0, value, 7.125])  # one just outside the table
+        assert _coordinates(near) == [_n(v) for v in near.tolist()]
+
+
+# ---- the words -------------------------------------------------------------------------------
+
+
+def test_distinct_pairs_print_as_fmt_distinct_prints_them() -> None:
+    rng = random.Random(11)
+    values = [0.0, -0.0, 1.0, 7.5, 8.0, 1e-7, -3.25, 123456.789, 2.0**-1074, 1e300]
+    pairs = [(a, b) for a in values for b in values]
+    for _ in range(3000):
+        a = rng.choice([rng.uniform(-1e3, 1e3), rng.uniform(-1, 1) * 10 ** rng.randint(-9, 9)])
+        # Neighbours and near neighbours need more than six digits to be told apart.
+        b = rng.choice([a, math.nextafter(a, math.inf), a * (1 + 1e-7), a + 1e-5, -a, a * 3])
+        pairs += [(a, b), (b, a)]
+    for a, b in pairs:
+        assert _distinct_pair(a, b) == fmt_distinct((a, b))

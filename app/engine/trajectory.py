@@ -3,6 +3,7 @@
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import NoReturn
 
 import numpy as np
@@ -83,6 +84,7 @@ FEW_ITEMS = 64
 # 10,000 items never build one 80 MB matrix.
 LOSS_BLOCK = 1 << 16
 VECDOT = getattr(np, "vecdot", None)  # NumPy 2.0 and later
+LIST_ONLY = frozenset({list})
 
 
 def _rank_lists(
@@ -120,20 +122,20 @@ def _plain_lists(
     """The common case, checked in a few passes: lists of plain finite ints and floats, weights
     0 or at least the smallest normal float, shapes matching. Then the same float lists the
     full check gives; else None (and the full check decides, naming any fault)."""
-    if type(targets) is not list or not all(type(rank) is list for rank in targets):
+    if type(targets) is not list or not set(map(type, targets)) <= LIST_ONLY:
         return None
-    flat = [x for rank in targets for x in rank]
+    flat = list(chain.from_iterable(targets))
     kinds = _finite_kinds(flat)
     if kinds is None:
         return None
     ys = [list(map(float, rank)) for rank in targets] if int in kinds else targets
     if weights is None:
         return ys, [[1.0] * len(y) for y in ys]
-    if type(weights) is not list or not all(type(rank) is list for rank in weights):
+    if type(weights) is not list or not set(map(type, weights)) <= LIST_ONLY:
         return None
     if list(map(len, weights)) != list(map(len, targets)):
         return None
-    flat = [x for rank in weights for x in rank]
+    flat = list(chain.from_iterable(weights))
     kinds = _finite_kinds(flat)
     if kinds is None or (flat and min(flat) < 0):
         return None
@@ -221,17 +223,25 @@ def _fixed_points(counts: list[float], sums: list[float]) -> tuple[float, float,
     return fixed_global, fixed_rank_mean, len(rank_means)
 
 
-def _path(w: float, fixed: float, factor: float, steps: int) -> list[float]:
-    """``w`` and up to ``steps`` iterates of ``w ← f + c·(w - f)``, stopping before the first
-    iterate whose ``|w|`` passes ``W_LIMIT``."""
-    path = [w]
-    append = path.append
+def _paths(
+    w: float, fixed: tuple[float, float], factor: tuple[float, float], steps: int
+) -> tuple[list[float], list[float], tuple[bool, bool]]:
+    """Both schemes' ``w`` and up to ``steps`` iterates of ``w ← f + c·(w - f)``, stopping
+    before the first step where either iterate's ``|w|`` passes ``W_LIMIT``; and which of
+    them passed it there (neither when all ``steps`` were taken)."""
+    fixed_a, fixed_b = fixed
+    factor_a, factor_b = factor
+    a = b = w
+    path_a, path_b = [w], [w]
+    append_a, append_b = path_a.append, path_b.append
     for _ in range(steps):
-        w = fixed + factor * (w - fixed)
-        if not abs(w) <= W_LIMIT:
-            break
-        append(w)
-    return path
+        a = fixed_a + factor_a * (a - fixed_a)
+        b = fixed_b + factor_b * (b - fixed_b)
+        if not (abs(a) <= W_LIMIT and abs(b) <= W_LIMIT):
+            return path_a, path_b, (not abs(a) <= W_LIMIT, not abs(b) <= W_LIMIT)
+        append_a(a)
+        append_b(b)
+    return path_a, path_b, (False, False)
 
 
 def _nearest(top: int, bottom: int) -> float:
@@ -323,24 +333,20 @@ def trajectory(
         if text
     ]
 
-    path_global = _path(w, fixed_global, contraction_global, requested)
-    path_rank_mean = _path(w, fixed_rank_mean, contraction_rank_mean, requested)
-    taken = min(len(path_global), len(path_rank_mean))
+    path_global, path_rank_mean, escaped = _paths(
+        w, (fixed_global, fixed_rank_mean), (contraction_global, contraction_rank_mean), requested
+    )
+    taken = len(path_global)
     diverged = taken <= requested
     if diverged:
         # Both paths stop after the last step where neither |w| passed the limit.
-        escaped = [
-            name
-            for name, path in (("global", path_global), ("rank-mean", path_rank_mean))
-            if len(path) == taken
-        ]
-        schemes = " and ".join(escaped) + (" schemes" if len(escaped) > 1 else " scheme")
+        names = [name for name, out in zip(("global", "rank-mean"), escaped, strict=True) if out]
+        schemes = " and ".join(names) + (" schemes" if len(names) > 1 else " scheme")
         warnings.append(
             f"|w| under the {schemes} would pass {W_LIMIT:g} at step"
             f" {taken} of {requested}; both trajectories stop after step {taken - 1}"
             " so every number stays finite."
         )
-        del path_global[taken:], path_rank_mean[taken:]
 
     losses = _losses(ys, vs, total, [*path_global, *path_rank_mean, fixed_global, fixed_rank_mean])
     loss_global, loss_rank_mean = tuple(losses[:taken]), tuple(losses[taken : 2 * taken])

@@ -4,10 +4,11 @@ Templates only place these strings; every number on the lab is formatted here.
 """
 
 import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 from typing import NamedTuple, cast
 
 import numpy as np
@@ -121,15 +122,15 @@ class BarChart:
     legend: tuple[tuple[str, str], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+# The SGD chart's records are named tuples too (see Bar): the results pane builds them on every
+# slider step.
+class Line(NamedTuple):
     points: str
     kind: str
     label: str
 
 
-@dataclass(frozen=True, slots=True)
-class GuideLabel:
+class GuideLabel(NamedTuple):
     """A fixed point's label on the line chart: where its text starts, and what it says."""
 
     x: str
@@ -138,8 +139,7 @@ class GuideLabel:
     kind: str
 
 
-@dataclass(frozen=True, slots=True)
-class LineChart:
+class LineChart(NamedTuple):
     title: str
     description: str
     frame: Frame
@@ -150,8 +150,7 @@ class LineChart:
     step_ticks: tuple[Tick, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class TrajectoryView:
+class TrajectoryView(NamedTuple):
     """The SGD paths' text: per scheme a verb (heads to, oscillates around, diverges from),
     its fixed point and a clause with the step's contraction factor."""
 
@@ -479,10 +478,12 @@ def nice_range(low: float, high: float) -> tuple[float, float, float]:
 
 def _range_ticks(low: float, high: float, step: float) -> tuple[Tick, ...]:
     count = round((high - low) / step)
-    return tuple(
-        Tick(at=_n(_y(low + k * step, low, high)), label=fmt(low + k * step, 4))
-        for k in range(count + 1)
-    )
+    span = high - low or 1.0  # as _y
+    ticks = []
+    for k in range(count + 1):
+        value = low + k * step
+        ticks.append(Tick(_n(BOTTOM - (value - low) / span * (BOTTOM - TOP)), fmt(value, 4)))
+    return tuple(ticks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -517,88 +518,114 @@ class Box:
 # apart (in x) than this, the last at (about) the segment's end: for t = 1 … parts,
 # (xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts), parts = max(1, ⌈(xb - xa) / 3⌉).
 SPACING = 3.0
+IntArray = NDArray[np.intp]
 
 
-def _crosses(
-    left: float,
-    right: float,
-    top: float,
-    bottom: float,
-    xs: Sequence[float],
-    curves: Sequence[Sequence[float]],
-) -> bool:
-    """Whether a tested point of a curve (its ys at ``xs``, left to right) has
-    ``left <= x <= right`` and ``top <= y <= bottom``, the points ``SPACING`` describes.
+class Probes(NamedTuple):
+    """The tested points of both curves of a run of ``steps`` steps: their xs (the same for
+    both, left to right), and for their ys, at each x the first curve's point then the
+    second's, the indices (into the two curves' ys, one after the other) of the point's
+    segment's ends ``a`` and ``b``, its ``t`` and ``parts`` (a curve's start is ``a = b``,
+    ``t = 0``, ``parts = 1``: exactly its first y)."""
 
-    Only segments whose own bounding box comes near the rectangle are walked; the others hold
-    no such point, so the answer is the one testing every point gives."""
-    # Segments k (from point k to k + 1) that reach [left, right], with a unit to spare.
-    first = max(0, bisect_left(xs, left - 1) - 1)
-    last = min(len(xs) - 1, bisect_right(xs, right + 1))
-    low, high = top - 1, bottom + 1
-    start_inside = left <= xs[0] <= right
-    for ys in curves:
-        if start_inside and top <= ys[0] <= bottom:
-            return True
-        if first >= last:
-            continue
-        near = ys[first : last + 1]
-        if max(near) < low or min(near) > high:
-            continue
-        for k in range(first, last):
-            ya, yb = ys[k], ys[k + 1]
-            if (ya < low and yb < low) or (ya > high and yb > high):
-                continue
-            xa, xb = xs[k], xs[k + 1]
-            parts = max(1, math.ceil((xb - xa) / SPACING))
-            for t in range(1, parts + 1):
-                if (
-                    top <= ya + (yb - ya) * t / parts <= bottom
-                    and left <= xa + (xb - xa) * t / parts <= right
-                ):
-                    return True
-    return False
+    x: list[float]
+    a: IntArray
+    b: IntArray
+    t: FloatArray
+    parts: FloatArray
+
+
+@lru_cache(maxsize=16)
+def _probes(steps: int) -> Probes:
+    """Geometry, not a result: the same for every run of ``steps`` steps."""
+    xs = _step_axis(steps)[0]
+    x, a, b, t, parts = [xs[0]], [0], [0], [0], [1]
+    for k in range(steps):
+        xa, xb = xs[k], xs[k + 1]
+        count = max(1, math.ceil((xb - xa) / SPACING))
+        for step in range(1, count + 1):
+            x.append(xa + (xb - xa) * step / count)
+            a.append(k)
+            b.append(k + 1)
+            t.append(step)
+            parts.append(count)
+    # Sorted, so the points between two xs are a slice (bisect).
+    assert all(left < right for left, right in pairwise(x))
+    n = steps + 1
+    return Probes(
+        x,
+        np.array([(k, k + n) for k in a], dtype=np.intp).reshape(-1),
+        np.array([(k, k + n) for k in b], dtype=np.intp).reshape(-1),
+        np.repeat(np.array(t, dtype=np.float64), 2),
+        np.repeat(np.array(parts, dtype=np.float64), 2),
+    )
+
+
+def probe_ys(steps: int, ys: FloatArray) -> FloatArray:
+    """Both curves' ys at the tested points' xs, a row per x and a column per curve (``ys``:
+    both curves' ys at each step, one curve after the other, then anything):
+    ``ya + (yb - ya) * t / parts``, the same float operations on arrays."""
+    points = _probes(steps)
+    ya = ys[points.a]
+    y = ys[points.b] - ya
+    y *= points.t
+    y /= points.parts
+    y += ya
+    return y.reshape(-1, 2)
 
 
 def place_label(
     text: str,
     guide_y: float,
     start_y: float,
-    xs: Sequence[float],
-    curves: Sequence[Sequence[float]],
+    x: Sequence[float],
+    curves: FloatArray,
     guide_ys: Sequence[float],
     placed: Sequence[Box],
 ) -> Box:
     """Where a fixed point's label goes: beside its guide, clear of both curves, the other
     guide and the labels already placed. Tried in order: the side of the guide away from the
     start value (where its own curve never goes), at the left, middle and right of the plot;
-    then the other side; then the margin above the plot. Each of ``curves`` is its ys at
-    ``xs`` (left to right); it is clear of a box when ``box.holds`` none of its tested points."""
+    then the other side; then the margin above the plot. ``x`` and ``curves``: the tested
+    points' xs (left to right) and the two curves' ys there (``probe_ys``, a row per x); a
+    curve is clear of a box when ``box.holds`` none of its tested points."""
     width = len(text) * CHAR_WIDTH
     below, above = guide_y + 15, guide_y - 5
     sides = (below, above) if start_y <= guide_y else (above, below)
     lefts = (LEFT + 6, LEFT + (RIGHT - LEFT - width) / 2, RIGHT - width - 2)
-    # Each candidate as (x0, baseline) of its Box. Last resort (curves everywhere, e.g. an
-    # oscillating run): the margin above the plot, where no curve goes, told apart by colour.
-    candidates = [
-        *((x0, min(max(side, TOP + 11), BOTTOM - 3)) for side in sides for x0 in lefts),
-        (LEFT, TOP - 8),
-        (RIGHT - width, TOP - 8),
+    # Candidates by baseline, each with its x0s in order. Last resort (curves everywhere, e.g.
+    # an oscillating run): the margin above the plot, where no curve goes, told apart by colour.
+    rows: list[tuple[float, tuple[float, ...]]] = [
+        (min(max(side, TOP + 11), BOTTOM - 3), lefts) for side in sides
     ]
-    for x0, baseline in candidates:
-        x1 = x0 + width
+    rows.append((TOP - 8, (LEFT, RIGHT - width)))
+    guides = sorted(guide_ys)
+    for baseline, row in rows:
         top, bottom = baseline - 11, baseline + 3  # Box.top and Box.bottom
-        if any(top - 1 <= y <= bottom + 1 for y in guide_ys):
-            continue
-        if any(
-            not (x1 < other.x0 or other.x1 < x0 or bottom < other.top or other.bottom < top)
-            for other in placed
-        ):
-            continue  # it meets a label already placed
-        if not _crosses(x0 - 2, x1 + 2, top - 2, bottom + 2, xs, curves):  # as Box.holds
-            return Box(x0, x1, baseline)
-    x0, baseline = candidates[0]
-    return Box(x0, x0 + width, baseline)
+        low, high = top - 1, bottom + 1
+        k = bisect_left(guides, low)
+        if k < len(guides) and guides[k] <= high:
+            continue  # it crosses a guide (whatever its x)
+        held: list[int] | None = None
+        for x0 in row:
+            x1 = x0 + width
+            if placed and any(
+                not (x1 < other.x0 or other.x1 < x0 or bottom < other.top or other.bottom < top)
+                for other in placed
+            ):
+                continue  # it meets a label already placed
+            if held is None:
+                # Where a tested point of either curve lies in the box's rows (as Box.holds),
+                # left to right: 2 · its x's index + its curve's.
+                inside = curves >= top - 2
+                inside &= curves <= bottom + 2
+                held = inside.reshape(-1).nonzero()[0].tolist()
+            # The first of those points with x0 - 2 <= x is in the box if x <= x1 + 2.
+            k = bisect_left(held, 2 * bisect_left(x, x0 - 2))
+            if k == len(held) or x[held[k] >> 1] > x1 + 2:
+                return Box(x0, x1, baseline)
+    baseline, row = rows[0]
+    return Box(row[0], row[0] + width, baseline)
 
 
 @lru_cache(maxsize=16)
@@ -613,78 +640,94 @@ def _step_axis(steps: int) -> tuple[tuple[float, ...], tuple[str, ...], str]:
 # ``_n`` of every hundredth a y coordinate can print as, 0 … HEIGHT: reading a curve's ys from
 # this table is several times quicker than formatting each float.
 Y_TEXTS = tuple(_n(hundredths / 100) for hundredths in range(round(HEIGHT * 100) + 1))
+Y_TABLE = np.array(Y_TEXTS, dtype=object)  # the same, to index with an array
 
 
-def _coordinates(ys: FloatArray) -> list[str]:
+def _coordinates(ys: FloatArray, listed: list[float] | None = None) -> list[str]:
     """``_n`` of each y, read from ``Y_TEXTS`` when every y lies in 0 … HEIGHT. ``%.2f`` prints
     the hundredth nearest to the float's exact value; ``rint(y · 100)`` is that hundredth unless
     ``y · 100`` lies within 1e-9 of halfway (its own rounding is far smaller): those few (a
-    y such as 175.875 is exactly halfway) are formatted one by one."""
+    y such as 175.875 is exactly halfway) are formatted one by one. ``listed``: ``ys.tolist()``,
+    if at hand."""
+    if listed is None:
+        listed = ys.tolist()
+    # y ≥ 0 exactly when y · 100 ≥ 0; rint(max(y) · 100) is the largest rint(y · 100).
+    if not (listed and min(listed) >= 0 and round(max(listed) * 100) < len(Y_TEXTS)):
+        return [_n(y) for y in listed]
     hundredths = ys * 100
     nearest = np.rint(hundredths)
-    if not (ys.size and hundredths.min() >= 0 and nearest.max() < len(Y_TEXTS)):
-        return [_n(y) for y in ys.tolist()]
-    table = Y_TEXTS
-    texts = [table[k] for k in nearest.astype(np.intp).tolist()]
-    for k in np.flatnonzero(np.abs(hundredths - nearest) > 0.5 - 1e-9).tolist():
-        texts[k] = _n(float(ys[k]))
+    texts: list[str] = Y_TABLE[nearest.astype(np.intp)].tolist()
+    hundredths -= nearest
+    np.abs(hundredths, out=hundredths)
+    if hundredths.max() > 0.5 - 1e-9:
+        for k in np.flatnonzero(hundredths > 0.5 - 1e-9).tolist():
+            texts[k] = _n(listed[k])
     return texts
 
 
 GUIDE_FROM, GUIDE_TO = _n(LEFT), _n(RIGHT)
 
 
+@lru_cache(maxsize=16)
+def _step_ticks(steps: int) -> tuple[Tick, ...]:
+    """Ticks at the first, middle and last step (geometry, the same for every run of ``steps``).
+
+    The last step label ends at the right edge of the plot, so it is never cut off."""
+    x_texts = _step_axis(steps)[1]
+    return tuple(
+        Tick(x_texts[k], str(k), "end" if k == steps and k else "middle")
+        for k in sorted({0, steps // 2, steps})
+    )
+
+
 def trajectory_chart(path: Trajectory, words: PathWords | None = None) -> LineChart:
     """w over the SGD steps under both schemes, with each scheme's fixed point as a guide."""
     words = words or path_words(path)
-    fixed = (path.fixed_point_global, path.fixed_point_rank_mean)
-    values = (*path.w_global, *path.w_rank_mean, *fixed)
+    n = path.steps + 1
+    values = (
+        *path.w_global,
+        *path.w_rank_mean,
+        path.fixed_point_global,
+        path.fixed_point_rank_mean,
+    )
     low, high, step = nice_range(min(values), max(values))
     span = high - low or 1.0
     # _y of each value, the same float operations on an array.
-    y_array = BOTTOM - (np.array(values, dtype=np.float64) - low) / span * (BOTTOM - TOP)
+    y_array = np.array(values, dtype=np.float64)
+    y_array -= low
+    y_array /= span
+    y_array *= BOTTOM - TOP
+    np.subtract(BOTTOM, y_array, out=y_array)
     ys = y_array.tolist()
-    texts = _coordinates(y_array)
-    xs, x_texts, template = _step_axis(path.steps)
-    n = path.steps + 1
+    texts = _coordinates(y_array, ys)
+    template = _step_axis(path.steps)[2]
     lines = (
         Line(template % tuple(texts[:n]), "global", "global item mean"),
         Line(template % tuple(texts[n : 2 * n]), "rank-mean", "plain rank mean"),
     )
-    guides = tuple(
-        Line(f"{GUIDE_FROM},{y} {GUIDE_TO},{y}", kind, "")
-        for y, kind in zip(texts[2 * n :], ("global", "rank-mean"), strict=True)
+    y_global, y_rank_mean = texts[2 * n :]
+    guides = (
+        Line(f"{GUIDE_FROM},{y_global} {GUIDE_TO},{y_global}", "global", ""),
+        Line(f"{GUIDE_FROM},{y_rank_mean} {GUIDE_TO},{y_rank_mean}", "rank-mean", ""),
     )
-    curves = (ys[:n], ys[n : 2 * n])
+    labels = (words.global_course.label, words.rank_mean_course.label)
+    x, curves = _probes(path.steps).x, probe_ys(path.steps, y_array)
     guide_ys = ys[2 * n :]
-    start_y = ys[0]
     placed: list[Box] = []
-    labels = []
-    for kind, text, guide_y in zip(
-        ("global", "rank-mean"),
-        (words.global_course.label, words.rank_mean_course.label),
-        guide_ys,
-        strict=True,
-    ):
-        box = place_label(text, guide_y, start_y, xs, curves, guide_ys, placed)
-        placed.append(box)
-        labels.append(GuideLabel(_n(box.x0), _n(box.baseline), text, kind))
-    guide_labels = tuple(labels)
-    middle = path.steps // 2
-    # The last step label ends at the right edge of the plot, so it is never cut off.
-    step_ticks = tuple(
-        Tick(x_texts[k], str(k), "end" if k == path.steps and k else "middle")
-        for k in sorted({0, middle, path.steps})
-    )
+    for text, guide_y in zip(labels, guide_ys, strict=True):
+        placed.append(place_label(text, guide_y, ys[0], x, curves, guide_ys, placed))
     return LineChart(
         title="w over the SGD steps",
         description=words.description,
         frame=FRAME,
         lines=lines,
         guides=guides,
-        guide_labels=guide_labels,
+        guide_labels=tuple(
+            GuideLabel(_n(box.x0), _n(box.baseline), text, kind)
+            for box, text, kind in zip(placed, labels, ("global", "rank-mean"), strict=True)
+        ),
         ticks=_range_ticks(low, high, step),
-        step_ticks=step_ticks,
+        step_ticks=_step_ticks(path.steps),
     )
 
 
@@ -692,7 +735,7 @@ def trajectory_view(path: Trajectory) -> TrajectoryView:
     words = path_words(path)
     return TrajectoryView(
         steps=str(path.steps),
-        start=fmt(path.w_global[0]),
+        start=words.start,
         fixed_point_global=words.global_course.fixed_point,
         fixed_point_rank_mean=words.rank_mean_course.fixed_point,
         global_verb=words.global_course.verb,

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import NamedTuple
 
 from app.engine import GradientResult, RingCost, Trajectory
 from app.numbers import (
@@ -399,8 +400,8 @@ def verdict(result: GradientResult) -> str:
 # ---- SGD steps -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Course:
+# Named tuples rather than frozen dataclasses: built on every slider step, a tuple is quicker.
+class Course(NamedTuple):
     """Where one scheme's SGD goes: a verb, its fixed point and the step's factor."""
 
     verb: str
@@ -433,12 +434,12 @@ def course(scheme: str, point: str, factor: float) -> Course:
     return Course(verb=verb, fixed_point=point, factor=by, clause=clause, label=label)
 
 
-@dataclass(frozen=True, slots=True)
-class PathWords:
+class PathWords(NamedTuple):
     """The trajectory's words: each scheme's course, finals and the chart description."""
 
     global_course: Course
     rank_mean_course: Course
+    start: str  # the first iterate, w
     final_global: str
     final_rank_mean: str
     loss_final_global: str
@@ -446,18 +447,29 @@ class PathWords:
     description: str
 
 
+def _distinct_pair(first: float, second: float) -> tuple[str, str]:
+    """``fmt_distinct((first, second))``, most often from two ``fmt`` calls: six digits tell
+    two different values apart when their texts differ, and equal values print alike."""
+    texts = fmt(first), fmt(second)
+    if texts[0] != texts[1] or first == second:
+        return texts
+    shown = fmt_distinct((first, second))
+    return shown[0], shown[1]
+
+
 def path_words(path: Trajectory) -> PathWords:
-    fixed_global, fixed_rank_mean = fmt_distinct(
-        (path.fixed_point_global, path.fixed_point_rank_mean)
+    fixed_global, fixed_rank_mean = _distinct_pair(
+        path.fixed_point_global, path.fixed_point_rank_mean
     )
     # Both fixed points printed with the digits that tell them apart.
     global_course = course("global", fixed_global, path.contraction_global)
     rank_course = course("rank mean", fixed_rank_mean, path.contraction_rank_mean)
-    final_global, final_rank_mean = fmt_distinct((path.w_global[-1], path.w_rank_mean[-1]))
-    loss_global, loss_rank_mean = fmt_distinct((path.loss_global[-1], path.loss_rank_mean[-1]))
+    final_global, final_rank_mean = _distinct_pair(path.w_global[-1], path.w_rank_mean[-1])
+    loss_global, loss_rank_mean = _distinct_pair(path.loss_global[-1], path.loss_rank_mean[-1])
+    start = fmt(path.w_global[0])
     steps = f"{path.steps} step" + ("" if path.steps == 1 else "s")
     description = (
-        f"Line chart of w over {steps} from w = {fmt(path.w_global[0])}: the global item mean"
+        f"Line chart of w over {steps} from w = {start}: the global item mean"
         f" ends at {final_global} and {global_course.verb} {fixed_global}"
         f" ({global_course.clause}); the plain rank mean ends at {final_rank_mean} and"
         f" {rank_course.verb} {fixed_rank_mean} ({rank_course.clause})."
@@ -465,6 +477,7 @@ def path_words(path: Trajectory) -> PathWords:
     return PathWords(
         global_course=global_course,
         rank_mean_course=rank_course,
+        start=start,
         final_global=final_global,
         final_rank_mean=final_rank_mean,
         loss_final_global=loss_global,
