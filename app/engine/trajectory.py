@@ -3,7 +3,7 @@
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, repeat
 from typing import NoReturn
 
 import numpy as np
@@ -22,6 +22,8 @@ from app.engine.gradient import require_items
 MAX_STEPS = 1000
 # Beyond this |w| a diverging run is stopped: the loss ½(w - y)² stays far inside the float range.
 W_LIMIT = 1e100
+# A contracting run that starts and aims within this |w| never comes near W_LIMIT (see _paths).
+BOUNDED = 1e90
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +236,18 @@ def _paths(
     a = b = w
     path_a, path_b = [w], [w]
     append_a, append_b = path_a.append, path_b.append
+    if (
+        max(abs(factor_a), abs(factor_b)) <= 1
+        and max(abs(w), abs(fixed_a), abs(fixed_b)) <= BOUNDED
+    ):
+        # No |w| can pass the limit: |w - f| never grows by more than rounding, so each |w| stays
+        # below (|w₀| + 2k·|f|)·(1 + 2⁻⁵³)³ᵏ, far below 1e100 for k <= MAX_STEPS.
+        for _ in repeat(None, steps):
+            a = fixed_a + factor_a * (a - fixed_a)
+            append_a(a)
+            b = fixed_b + factor_b * (b - fixed_b)
+            append_b(b)
+        return path_a, path_b, (False, False)
     for _ in range(steps):
         a = fixed_a + factor_a * (a - fixed_a)
         b = fixed_b + factor_b * (b - fixed_b)
