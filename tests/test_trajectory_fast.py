@@ -14,7 +14,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from app.engine import trajectory
+from app.engine import EngineError, PathEnds, path_ends, trajectory
 from app.lab.view import (
     BOTTOM,
     CHAR_WIDTH,
@@ -196,6 +196,82 @@ def _dense(track: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
             (xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts) for t in range(1, parts + 1)
         ]
     return dense
+
+
+def _ends_and_full(
+    targets: list[float], counts: list[float], eta: float, w: float, steps: int
+) -> tuple[str, str]:
+    """``path_ends`` and the full trajectory's ends (each an EngineError if it raises), as text:
+    ``repr`` tells -0.0 from 0.0 and every float's last bit."""
+    answers = []
+    for run in (
+        lambda: path_ends(targets, counts, eta=eta, w=w, steps=steps),
+        lambda: PathEnds.of(
+            trajectory([[y] for y in targets], [[n] for n in counts], eta=eta, w=w, steps=steps)
+        ),
+    ):
+        try:
+            answers.append(repr(run()))
+        except EngineError as exc:
+            answers.append(f"EngineError({exc.field!r}, {exc.message!r})")
+    return answers[0], answers[1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_path_ends_are_the_trajectorys_ends(seed: int) -> None:
+    # The pane's light path (only the final losses) against the whole computation: the same
+    # iterates, fixed points, factors, final losses (the same float from a two-row vecdot as
+    # from the whole block's rows) and warnings; many lab states, then odd and refused ones.
+    rng = random.Random(300 + seed)
+    for _ in range(400):
+        if rng.random() < 0.5:  # as the lab sends them: 2-8 ranks, whole counts, means ±10
+            ranks = rng.randint(2, 8)
+            counts = [float(rng.randint(1 if r == 0 else 0, 64)) for r in range(ranks)]
+            w = rng.randint(-40, 40) / 2
+            targets = [w - rng.randint(-100, 100) / 10 for _ in range(ranks)]
+            eta = rng.randint(1, 200) / 100
+        else:
+            nested_targets, nested_counts, eta, w = _means_run(rng)
+            targets = [rank[0] for rank in nested_targets]
+            counts = [rank[0] for rank in nested_counts]
+            if rng.random() < 0.2:
+                counts = [rng.choice([0.5, 1e-3, 3.25, n]) for n in counts]
+        steps = rng.choice([0, 1, 30, 30, 30, 200])
+        ends, full = _ends_and_full(targets, counts, eta, w, steps)
+        assert ends == full
+        assert not ends.startswith("EngineError")
+    odd: list[tuple[list[float], list[float], float, float]] = [
+        ([3, 5], [2, 6], 1, 10),  # ints
+        ([9.0, 7.0], [0.0, 0.0], 0.1, 10.0),  # N = 0
+        ([9.0, 7.0], [1.0, -2.0], 0.1, 10.0),  # a negative count
+        ([9.0, 7.0], [1.0, 5e-324], 0.1, 10.0),  # a subnormal count
+        ([9.0, math.nan], [1.0, 2.0], 0.1, 10.0),
+        ([9.0, 7.0], [1.0, math.inf], 0.1, 10.0),
+        ([1e200, -1e200], [1.0, 2.0], 0.1, 0.0),  # losses past the float range
+        ([1e150, 2.0], [1e150, 1e150], 0.1, 0.0),  # sums past it
+        ([1e99, 2.0], [3.0, 1e99], 1.5, 1e99),
+        ([1.0, 2.0], [3.0, 4.0], 0.1, 1e300),  # a start far beyond 1e100
+        ([1.0, 2.0], [3.0, 4.0], 1e6, 5.0),  # diverges
+        ([1.0], [3.0], 0.5, -0.0),
+        ([0.0, -0.0], [1.0, 0.0], 1.0, -0.0),
+        ([], [], 0.1, 1.0),
+        ([1.0, 2.0], [3.0], 0.1, 1.0),  # shapes differ
+        ([True, 2.0], [3.0, 1.0], 0.1, 1.0),  # type: ignore[list-item]
+    ]
+    for targets, counts, eta, w in odd:
+        for steps in (0, 3, 1000):
+            ends, full = _ends_and_full(targets, counts, eta, w, steps)
+            assert ends == full, (targets, counts, eta, w, steps)
+    # Sequences other than lists, and refused rates, steps and starts, as the full run has them.
+    for targets, counts, eta, w, steps in (
+        ((9.0, 7.0), (2.0, 6.0), 0.1, 10.0, 5),
+        ([9.0, 7.0], [2.0, 6.0], 0.0, 10.0, 5),
+        ([9.0, 7.0], [2.0, 6.0], 0.1, math.inf, 5),
+        ([9.0, 7.0], [2.0, 6.0], 0.1, 10.0, 1001),
+        ([9.0, 7.0], [2.0, 6.0], 0.1, 10.0, -1),
+    ):
+        ends, full = _ends_and_full(targets, counts, eta, w, steps)  # type: ignore[arg-type]
+        assert ends == full
 
 
 def _reference_place(

@@ -4,7 +4,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 import numpy as np
 
@@ -50,6 +50,16 @@ class Trajectory:
     warnings: tuple[str, ...]
 
     @property
+    def loss_final_global(self) -> float:
+        """The global scheme's loss after its last step."""
+        return self.loss_global[-1]
+
+    @property
+    def loss_final_rank_mean(self) -> float:
+        """The rank-mean scheme's loss after its last step."""
+        return self.loss_rank_mean[-1]
+
+    @property
     def converges_global(self) -> bool:
         """The global scheme approaches its fixed point: ``|contraction_global| < 1``."""
         return abs(self.contraction_global) < 1
@@ -76,6 +86,28 @@ def _rate_warning(scheme: str, eta: float, factor: float, fixed_point: float) ->
     return (
         f"With η = {eta:g} each {scheme} step multiplies the distance to its fixed point"
         f" {fixed_point:g} by {factor:g}, so SGD {verdict}."
+    )
+
+
+def _rate_warnings(
+    eta: float, factors: tuple[float, float], fixed: tuple[float, float]
+) -> list[str]:
+    """``_rate_warning`` of each scheme, global first, where there is one."""
+    texts = (
+        _rate_warning("global", eta, factors[0], fixed[0]),
+        _rate_warning("rank-mean", eta, factors[1], fixed[1]),
+    )
+    return [text for text in texts if text]
+
+
+def _stop_warning(escaped: tuple[bool, bool], taken: int, requested: int) -> str:
+    """Both paths stop after the last step where neither |w| passed the limit: say so."""
+    names = [name for name, out in zip(("global", "rank-mean"), escaped, strict=True) if out]
+    schemes = " and ".join(names) + (" schemes" if len(names) > 1 else " scheme")
+    return (
+        f"|w| under the {schemes} would pass {W_LIMIT:g} at step"
+        f" {taken} of {requested}; both trajectories stop after step {taken - 1}"
+        " so every number stays finite."
     )
 
 
@@ -338,14 +370,9 @@ def trajectory(
     contraction_rank_mean = _nearest(unit * ranks - rate * occupied, unit * ranks)
     if not (math.isfinite(fixed_global) and math.isfinite(fixed_rank_mean)):
         finite_results("targets", fixed_point_global=fixed_global, fixed_point=fixed_rank_mean)
-    warnings = [
-        text
-        for text in (
-            _rate_warning("global", eta, contraction_global, fixed_global),
-            _rate_warning("rank-mean", eta, contraction_rank_mean, fixed_rank_mean),
-        )
-        if text
-    ]
+    warnings = _rate_warnings(
+        eta, (contraction_global, contraction_rank_mean), (fixed_global, fixed_rank_mean)
+    )
 
     path_global, path_rank_mean, escaped = _paths(
         w, (fixed_global, fixed_rank_mean), (contraction_global, contraction_rank_mean), requested
@@ -353,14 +380,7 @@ def trajectory(
     taken = len(path_global)
     diverged = taken <= requested
     if diverged:
-        # Both paths stop after the last step where neither |w| passed the limit.
-        names = [name for name, out in zip(("global", "rank-mean"), escaped, strict=True) if out]
-        schemes = " and ".join(names) + (" schemes" if len(names) > 1 else " scheme")
-        warnings.append(
-            f"|w| under the {schemes} would pass {W_LIMIT:g} at step"
-            f" {taken} of {requested}; both trajectories stop after step {taken - 1}"
-            " so every number stays finite."
-        )
+        warnings.append(_stop_warning(escaped, taken, requested))
 
     losses = _losses(ys, vs, total, [*path_global, *path_rank_mean, fixed_global, fixed_rank_mean])
     loss_global, loss_rank_mean = tuple(losses[:taken]), tuple(losses[taken : 2 * taken])
@@ -392,3 +412,138 @@ def trajectory(
         diverged=diverged,
         warnings=tuple(warnings),
     )
+
+
+class PathEnds(NamedTuple):
+    """A trajectory as the lab's results pane shows it: every iterate of both schemes, but of the
+    losses only the last ones (``Trajectory``'s other fields, the same values)."""
+
+    steps: int
+    requested_steps: int
+    w_global: tuple[float, ...]
+    w_rank_mean: tuple[float, ...]
+    fixed_point_global: float
+    fixed_point_rank_mean: float
+    contraction_global: float
+    contraction_rank_mean: float
+    loss_final_global: float
+    loss_final_rank_mean: float
+    diverged: bool
+    warnings: tuple[str, ...]
+
+    @classmethod
+    def of(cls, path: Trajectory) -> "PathEnds":
+        return cls(
+            path.steps,
+            path.requested_steps,
+            path.w_global,
+            path.w_rank_mean,
+            path.fixed_point_global,
+            path.fixed_point_rank_mean,
+            path.contraction_global,
+            path.contraction_rank_mean,
+            path.loss_final_global,
+            path.loss_final_rank_mean,
+            path.diverged,
+            path.warnings,
+        )
+
+
+# Targets, counts and a start up to this size keep every loss ½(w - y)² · count far inside the
+# float range (past the start |w| <= W_LIMIT), so none of the losses left out can be the one that
+# is not, nor can NumPy overflow.
+PLAIN_SIZE = 1e100
+
+
+def path_ends(
+    targets: Sequence[float], counts: Sequence[float], *, eta: float, w: float, steps: int
+) -> PathEnds:
+    """``trajectory([[y] for y in targets], [[n] for n in counts], ...)`` (one item per rank: the
+    counts-and-means form) with only the final losses computed: the same floats, by the same
+    operations (the final losses one ``np.vecdot`` row each, as in ``_losses``), and the same
+    errors. Inputs the quick checks do not accept go through ``trajectory`` itself."""
+    eta = finite_scalar("eta", eta, positive=True)
+    w = finite_scalar("w", w)
+    requested = _steps(steps)
+    plain = _plain_ranks(targets, counts)
+    if plain is None or abs(w) > PLAIN_SIZE:
+        return _ends(targets, counts, eta, w, steps)
+    ys, vs = plain
+    # _rank_sums for ranks of one item each.
+    sums = [0.0 + v * y for y, v in zip(ys, vs, strict=True)]
+    counts_f = [0.0 + v for v in vs]
+    total = sum(counts_f)
+    if not (total < 2**53 and all(map(float.is_integer, counts_f))):
+        total = float(np.sum(np.array(counts_f, dtype=np.float64)))
+    if not total:
+        return _ends(targets, counts, eta, w, steps)  # which refuses it, as trajectory does
+    fixed_global, fixed_rank_mean, occupied = _fixed_points(counts_f, sums)
+    if not (math.isfinite(fixed_global) and math.isfinite(fixed_rank_mean)):
+        return _ends(targets, counts, eta, w, steps)
+    rate, unit = eta.as_integer_ratio()
+    ranks = len(ys)
+    contraction_global = _nearest(unit - rate, unit)
+    contraction_rank_mean = _nearest(unit * ranks - rate * occupied, unit * ranks)
+    warnings = _rate_warnings(
+        eta, (contraction_global, contraction_rank_mean), (fixed_global, fixed_rank_mean)
+    )
+    path_global, path_rank_mean, escaped = _paths(
+        w, (fixed_global, fixed_rank_mean), (contraction_global, contraction_rank_mean), requested
+    )
+    taken = len(path_global)
+    diverged = taken <= requested
+    if diverged:
+        warnings.append(_stop_warning(escaped, taken, requested))
+    y = np.array(ys, dtype=np.float64)
+    block = (
+        0.5 * (np.array([path_global[-1], path_rank_mean[-1]], dtype=np.float64)[:, None] - y) ** 2
+    )
+    weight = np.array(vs, dtype=np.float64)
+    if VECDOT is None:
+        final_global, final_rank_mean = [float(np.dot(weight, row) / total) for row in block]
+    else:
+        final_global, final_rank_mean = (VECDOT(block, weight) / total).tolist()
+    return PathEnds(
+        taken - 1,
+        requested,
+        tuple(path_global),
+        tuple(path_rank_mean),
+        fixed_global,
+        fixed_rank_mean,
+        contraction_global,
+        contraction_rank_mean,
+        final_global,
+        final_rank_mean,
+        diverged,
+        tuple(warnings),
+    )
+
+
+def _plain_ranks(
+    targets: Sequence[float], counts: Sequence[float]
+) -> tuple[list[float], list[float]] | None:
+    """``_plain_lists`` for ranks of one item each, as float lists, when the targets and counts
+    are also at most ``PLAIN_SIZE`` in size; else None."""
+    if type(targets) is not list or type(counts) is not list or len(targets) != len(counts):
+        return None
+    if not targets:
+        return None
+    kinds = _finite_kinds(targets)
+    count_kinds = _finite_kinds(counts)
+    if kinds is None or count_kinds is None:
+        return None
+    ys = list(map(float, targets)) if int in kinds else targets
+    vs = list(map(float, counts)) if int in count_kinds else counts
+    if min(vs) < 0 or max(vs) > PLAIN_SIZE or max(map(abs, ys)) > PLAIN_SIZE:
+        return None
+    if min(filter(None, vs), default=SMALLEST_COUNT) < SMALLEST_COUNT:
+        return None
+    return ys, vs
+
+
+def _ends(
+    targets: Sequence[float], counts: Sequence[float], eta: float, w: float, steps: int
+) -> PathEnds:
+    """``path_ends`` the long way: the whole trajectory (and its checks), then its ends."""
+    full = trajectory([[y] for y in targets], [[n] for n in counts], eta=eta, w=w, steps=steps)
+    return PathEnds.of(full)

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from app.engine import GradientResult, Trajectory, trajectory
+from app.engine import GradientResult, PathEnds, path_ends
 from app.lab.query import DEFAULT_STEPS
 from app.lab.scale import nice_ceiling
 from app.lab.state import GradientRequest
@@ -155,14 +155,15 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
     )
 
 
-def implied_path(state: GradientRequest, steps: int = DEFAULT_STEPS) -> Trajectory:
+def implied_path(state: GradientRequest, steps: int = DEFAULT_STEPS) -> PathEnds:
     """SGD under both schemes for the mean targets the counts-and-means state implies.
 
     With the lesson's loss ``½(w - y)²`` a rank's mean gradient at w is ``w - ȳᵣ``, so a local
     mean ``ḡᵣ`` at the state's ``w`` means a mean target ``ȳᵣ = w - ḡᵣ``; each rank is one
-    target weighted by its count (a count of 0 is an empty rank).
+    target weighted by its count (a count of 0 is an empty rank). Only what the results pane
+    shows: the iterates and the final losses (``path_ends``).
     """
     counts, means = state.counts or [], state.means or []
-    targets = [[state.w - mean] for mean in means]
-    weights = [[count] for count in counts]
-    return trajectory(targets, weights, eta=state.eta, w=state.w, steps=steps)
+    w = state.w
+    targets = [w - mean for mean in means]
+    return path_ends(targets, list(counts), eta=state.eta, w=w, steps=steps)

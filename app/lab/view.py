@@ -14,7 +14,7 @@ from typing import NamedTuple, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine import GradientResult, RingCost, Trajectory
+from app.engine import GradientResult, PathEnds, RingCost, Trajectory
 from app.lab.pictures import NumberLine, number_line
 from app.lab.scale import nice_ceiling
 from app.lab.state import MAX_RANKS, GradientRequest, RingRequest
@@ -248,7 +248,7 @@ def _mode(state: GradientRequest) -> str:
 
 
 def lab_view(
-    result: GradientResult, state: GradientRequest, path: Trajectory | None = None
+    result: GradientResult, state: GradientRequest, path: Trajectory | PathEnds | None = None
 ) -> LabView:
     """The results pane's view of one engine result (and, in the items form, a trajectory)."""
     shown = figures(result)
@@ -680,7 +680,7 @@ def _step_ticks(steps: int) -> tuple[Tick, ...]:
     )
 
 
-def trajectory_chart(path: Trajectory, words: PathWords | None = None) -> LineChart:
+def trajectory_chart(path: Trajectory | PathEnds, words: PathWords | None = None) -> LineChart:
     """w over the SGD steps under both schemes, with each scheme's fixed point as a guide."""
     words = words or path_words(path)
     n = path.steps + 1
@@ -731,7 +731,7 @@ def trajectory_chart(path: Trajectory, words: PathWords | None = None) -> LineCh
     )
 
 
-def trajectory_view(path: Trajectory) -> TrajectoryView:
+def trajectory_view(path: Trajectory | PathEnds) -> TrajectoryView:
     words = path_words(path)
     return TrajectoryView(
         steps=str(path.steps),

@@ -12,7 +12,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import NamedTuple
 
-from app.engine import GradientResult, RingCost, Trajectory
+from app.engine import GradientResult, PathEnds, RingCost, Trajectory
 from app.numbers import (
     DIGITS,
     MAX_DIGITS,
@@ -457,7 +457,7 @@ def _distinct_pair(first: float, second: float) -> tuple[str, str]:
     return shown[0], shown[1]
 
 
-def path_words(path: Trajectory) -> PathWords:
+def path_words(path: Trajectory | PathEnds) -> PathWords:
     fixed_global, fixed_rank_mean = _distinct_pair(
         path.fixed_point_global, path.fixed_point_rank_mean
     )
@@ -465,7 +465,7 @@ def path_words(path: Trajectory) -> PathWords:
     global_course = course("global", fixed_global, path.contraction_global)
     rank_course = course("rank mean", fixed_rank_mean, path.contraction_rank_mean)
     final_global, final_rank_mean = _distinct_pair(path.w_global[-1], path.w_rank_mean[-1])
-    loss_global, loss_rank_mean = _distinct_pair(path.loss_global[-1], path.loss_rank_mean[-1])
+    loss_global, loss_rank_mean = _distinct_pair(path.loss_final_global, path.loss_final_rank_mean)
     start = fmt(path.w_global[0])
     steps = f"{path.steps} step" + ("" if path.steps == 1 else "s")
     description = (
