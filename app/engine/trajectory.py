@@ -494,15 +494,17 @@ def path_ends(
     diverged = taken <= requested
     if diverged:
         warnings.append(_stop_warning(escaped, taken, requested))
-    y = np.array(ys, dtype=np.float64)
-    block = (
-        0.5 * (np.array([path_global[-1], path_rank_mean[-1]], dtype=np.float64)[:, None] - y) ** 2
-    )
+    # _losses' rows for the two final points: 0.5 · (w - y)² (squared as d·d, then halved: the
+    # same floats), each row's vecdot, then / N (a float64's division, as Python's).
+    block = np.subtract.outer((path_global[-1], path_rank_mean[-1]), ys)
+    np.multiply(block, block, out=block)
+    block *= 0.5
     weight = np.array(vs, dtype=np.float64)
     if VECDOT is None:
-        final_global, final_rank_mean = [float(np.dot(weight, row) / total) for row in block]
+        final_global, final_rank_mean = [float(np.dot(weight, row)) / total for row in block]
     else:
-        final_global, final_rank_mean = (VECDOT(block, weight) / total).tolist()
+        last_global, last_rank_mean = VECDOT(block, weight).tolist()
+        final_global, final_rank_mean = last_global / total, last_rank_mean / total
     return PathEnds(
         taken - 1,
         requested,
