@@ -482,13 +482,14 @@ def _range_ticks(low: float, high: float, step: float) -> tuple[Tick, ...]:
     ticks = []
     for k in range(count + 1):
         value = low + k * step
-        ticks.append(Tick(_n(BOTTOM - (value - low) / span * (BOTTOM - TOP)), fmt(value, 4)))
+        at = f"{BOTTOM - (value - low) / span * (BOTTOM - TOP):.2f}".rstrip("0").rstrip(".")  # _n
+        ticks.append(Tick(at, fmt(value, 4)))
     return tuple(ticks)
 
 
-@dataclass(frozen=True, slots=True)
-class Box:
-    """A label's box in viewBox units: left and right, text baseline, top and bottom."""
+class Box(NamedTuple):
+    """A label's box in viewBox units: left and right, text baseline, top and bottom (a named
+    tuple, as the chart's other records: two are built on every slider step)."""
 
     x0: float
     x1: float
@@ -716,38 +717,42 @@ def trajectory_chart(path: Trajectory | PathEnds, words: PathWords | None = None
     placed: list[Box] = []
     for text, guide_y in zip(labels, guide_ys, strict=True):
         placed.append(place_label(text, guide_y, ys[0], x, curves, guide_ys, placed))
+    box_global, box_rank_mean = placed
+    # Positional: the fields in LineChart's order (a little quicker than by keyword).
     return LineChart(
-        title="w over the SGD steps",
-        description=words.description,
-        frame=FRAME,
-        lines=lines,
-        guides=guides,
-        guide_labels=tuple(
-            GuideLabel(_n(box.x0), _n(box.baseline), text, kind)
-            for box, text, kind in zip(placed, labels, ("global", "rank-mean"), strict=True)
+        "w over the SGD steps",
+        words.description,
+        FRAME,
+        lines,
+        guides,
+        (
+            GuideLabel(_n(box_global.x0), _n(box_global.baseline), labels[0], "global"),
+            GuideLabel(_n(box_rank_mean.x0), _n(box_rank_mean.baseline), labels[1], "rank-mean"),
         ),
-        ticks=_range_ticks(low, high, step),
-        step_ticks=_step_ticks(path.steps),
+        _range_ticks(low, high, step),
+        _step_ticks(path.steps),
     )
 
 
 def trajectory_view(path: Trajectory | PathEnds) -> TrajectoryView:
     words = path_words(path)
+    global_course, rank_mean_course = words.global_course, words.rank_mean_course
+    # Positional: the fields in TrajectoryView's order (a little quicker than by keyword).
     return TrajectoryView(
-        steps=str(path.steps),
-        start=words.start,
-        fixed_point_global=words.global_course.fixed_point,
-        fixed_point_rank_mean=words.rank_mean_course.fixed_point,
-        global_verb=words.global_course.verb,
-        rank_mean_verb=words.rank_mean_course.verb,
-        global_clause=words.global_course.clause,
-        rank_mean_clause=words.rank_mean_course.clause,
-        final_global=words.final_global,
-        final_rank_mean=words.final_rank_mean,
-        loss_final_global=words.loss_final_global,
-        loss_final_rank_mean=words.loss_final_rank_mean,
-        chart=trajectory_chart(path, words),
-        warnings=tuple(minus_signs(text) for text in path.warnings),
+        str(path.steps),
+        words.start,
+        global_course.fixed_point,
+        rank_mean_course.fixed_point,
+        global_course.verb,
+        rank_mean_course.verb,
+        global_course.clause,
+        rank_mean_course.clause,
+        words.final_global,
+        words.final_rank_mean,
+        words.loss_final_global,
+        words.loss_final_rank_mean,
+        trajectory_chart(path, words),
+        tuple(map(minus_signs, path.warnings)),
     )
 
 

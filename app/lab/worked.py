@@ -431,7 +431,7 @@ def course(scheme: str, point: str, factor: float) -> Course:
         verb = "diverges from"
         clause = f"each step multiplies the distance to it by {by}, so it grows without bound"
         label = f"{scheme}: diverges from {point}"
-    return Course(verb=verb, fixed_point=point, factor=by, clause=clause, label=label)
+    return Course(verb, point, by, clause, label)
 
 
 class PathWords(NamedTuple):
@@ -475,14 +475,14 @@ def path_words(path: Trajectory | PathEnds) -> PathWords:
         f" {rank_course.verb} {fixed_rank_mean} ({rank_course.clause})."
     )
     return PathWords(
-        global_course=global_course,
-        rank_mean_course=rank_course,
-        start=start,
-        final_global=final_global,
-        final_rank_mean=final_rank_mean,
-        loss_final_global=loss_global,
-        loss_final_rank_mean=loss_rank_mean,
-        description=description,
+        global_course,
+        rank_course,
+        start,
+        final_global,
+        final_rank_mean,
+        loss_global,
+        loss_rank_mean,
+        description,
     )
 
 
