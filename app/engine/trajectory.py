@@ -494,17 +494,20 @@ def path_ends(
     diverged = taken <= requested
     if diverged:
         warnings.append(_stop_warning(escaped, taken, requested))
-    # _losses' rows for the two final points: 0.5 · (w - y)² (squared as d·d, then halved: the
-    # same floats), each row's vecdot, then / N (a float64's division, as Python's).
-    block = np.subtract.outer((path_global[-1], path_rank_mean[-1]), ys)
-    np.multiply(block, block, out=block)
-    block *= 0.5
-    weight = np.array(vs, dtype=np.float64)
+    # _losses' rows for the two final points, 0.5 · (w - y)², worked out in Python (each the
+    # float NumPy's elementwise operations give: ** 2 squares as d · d), then each row's
+    # vecdot (the same dot product as there) and / N (a float64's division, as Python's).
+    last_global, last_rank_mean = path_global[-1], path_rank_mean[-1]
+    block = [
+        [0.5 * ((last_global - y) * (last_global - y)) for y in ys],
+        [0.5 * ((last_rank_mean - y) * (last_rank_mean - y)) for y in ys],
+    ]
     if VECDOT is None:
-        final_global, final_rank_mean = [float(np.dot(weight, row)) / total for row in block]
+        weight = np.array(vs, dtype=np.float64)
+        dots = [float(np.dot(weight, np.array(row, dtype=np.float64))) for row in block]
     else:
-        last_global, last_rank_mean = VECDOT(block, weight).tolist()
-        final_global, final_rank_mean = last_global / total, last_rank_mean / total
+        dots = VECDOT(np.array(block, dtype=np.float64), np.array(vs, dtype=np.float64)).tolist()
+    final_global, final_rank_mean = dots[0] / total, dots[1] / total
     return PathEnds(
         taken - 1,
         requested,
