@@ -23,9 +23,10 @@ from app.lab.view import (
     RIGHT,
     TOP,
     Box,
-    _coordinates,
     _n,
+    _points,
     _probes,
+    _step_axis,
     _x_step,
     place_label,
     probe_ys,
@@ -353,20 +354,23 @@ def test_probes_are_the_tested_points() -> None:
                 )
 
 
-def test_coordinates_print_as_two_decimals() -> None:
+def test_curve_points_print_each_y_as_two_decimals() -> None:
     rng = random.Random(3)
     values = [rng.uniform(0, HEIGHT) for _ in range(20000)]
     values += [k / 200 for k in range(0, 44001, 7)]  # exactly halfway between hundredths
     values += [k / 100 for k in range(0, 22001, 3)] + [0.0, HEIGHT, 1e-300, 0.004999999999]
+    values += [-0.001, -3.25, HEIGHT + 1, 1e6, -1e-300, 0.1, 10.0, 100.0, 0.05, 1.5]
     rng.shuffle(values)
-    for start in range(0, len(values), 64):
-        chunk = np.array(values[start : start + 64])
-        assert _coordinates(chunk) == [_n(v) for v in chunk.tolist()]
-    outside = np.array([-0.001, 5.0, HEIGHT + 1, -3.25])
-    assert _coordinates(outside) == [_n(v) for v in outside.tolist()]
-    for value in (-0.001, -0.004999, HEIGHT + 0.004, HEIGHT + 0.006, -1e-300):
-        near = np.array([5.0, value, 7.125])  # one just outside the table
-        assert _coordinates(near) == [_n(v) for v in near.tolist()]
+    for steps in (1, 7, 30):
+        xs = _step_axis(steps)[1]
+        for start in range(0, len(values), 2 * steps + 2):
+            ys = values[start : start + 2 * steps + 2]
+            if len(ys) < 2 * steps + 2:
+                break
+            assert _points(_step_axis(steps)[2], ys) == [
+                " ".join(f"{x},{_n(y)}" for x, y in zip(xs, curve, strict=True))
+                for curve in (ys[: steps + 1], ys[steps + 1 :])
+            ]
 
 
 # ---- the words -------------------------------------------------------------------------------

@@ -631,39 +631,27 @@ def place_label(
 
 @lru_cache(maxsize=16)
 def _step_axis(steps: int) -> tuple[tuple[float, ...], tuple[str, ...], str]:
-    """Each step's x and its text, and a curve's ``points`` with ``%s`` for each step's y: the
-    same for every run of ``steps`` steps (geometry, not a result)."""
+    """Each step's x and its text, and both curves' ``points`` with ``%.2f`` for each step's y
+    and a space after it, the curves apart by a line break: the same for every run of
+    ``steps`` steps (geometry, not a result)."""
     xs = tuple(_x_step(k, steps) for k in range(steps + 1))
     texts = tuple(_n(x) for x in xs)
-    return xs, texts, " ".join(f"{x},%s" for x in texts)
+    curve = "".join(f"{x},%.2f " for x in texts)
+    return xs, texts, f"{curve}\n{curve}"
 
 
-# ``_n`` of every hundredth a y coordinate can print as, 0 … HEIGHT: reading a curve's ys from
-# this table is several times quicker than formatting each float.
-Y_TEXTS = tuple(_n(hundredths / 100) for hundredths in range(round(HEIGHT * 100) + 1))
-Y_TABLE = np.array(Y_TEXTS, dtype=object)  # the same, to index with an array
+# Each y is formatted: all of a chart's in one call is quicker in the running app than reading
+# texts from a table of every hundredth (some 17,600 strings, out of the processor's caches again
+# by the next request).
 
 
-def _coordinates(ys: FloatArray, listed: list[float] | None = None) -> list[str]:
-    """``_n`` of each y, read from ``Y_TEXTS`` when every y lies in 0 … HEIGHT. ``%.2f`` prints
-    the hundredth nearest to the float's exact value; ``rint(y · 100)`` is that hundredth unless
-    ``y · 100`` lies within 1e-9 of halfway (its own rounding is far smaller): those few (a
-    y such as 175.875 is exactly halfway) are formatted one by one. ``listed``: ``ys.tolist()``,
-    if at hand."""
-    if listed is None:
-        listed = ys.tolist()
-    # y ≥ 0 exactly when y · 100 ≥ 0; rint(max(y) · 100) is the largest rint(y · 100).
-    if not (listed and min(listed) >= 0 and round(max(listed) * 100) < len(Y_TEXTS)):
-        return [_n(y) for y in listed]
-    hundredths = ys * 100
-    nearest = np.rint(hundredths)
-    texts: list[str] = Y_TABLE[nearest.astype(np.intp)].tolist()
-    hundredths -= nearest
-    np.abs(hundredths, out=hundredths)
-    if hundredths.max() > 0.5 - 1e-9:
-        for k in np.flatnonzero(hundredths > 0.5 - 1e-9).tolist():
-            texts[k] = _n(listed[k])
-    return texts
+def _points(template: str, ys: list[float]) -> list[str]:
+    """Both curves' ``points`` (each step's x and ``_n`` of its y) from ``_step_axis``'s
+    ``%.2f`` template and both curves' ys: one formatting call, then _n's zeros dropped. Only
+    a y's text is followed by a space, so "0 " is its last decimal 0: drop it, and then a
+    "." left bare ("12.00" → "12.0" → "12"; "12.50" → "12.5"; "100.00" → "100")."""
+    text = (template % tuple(ys)).replace("0 ", " ").replace(".0 ", " ")
+    return text[:-1].split(" \n")
 
 
 GUIDE_FROM, GUIDE_TO = _n(LEFT), _n(RIGHT)
@@ -700,13 +688,12 @@ def trajectory_chart(path: Trajectory | PathEnds, words: PathWords | None = None
     y_array *= BOTTOM - TOP
     np.subtract(BOTTOM, y_array, out=y_array)
     ys = y_array.tolist()
-    texts = _coordinates(y_array, ys)
-    template = _step_axis(path.steps)[2]
+    points_global, points_rank_mean = _points(_step_axis(path.steps)[2], ys[: 2 * n])
     lines = (
-        Line(template % tuple(texts[:n]), "global", "global item mean"),
-        Line(template % tuple(texts[n : 2 * n]), "rank-mean", "plain rank mean"),
+        Line(points_global, "global", "global item mean"),
+        Line(points_rank_mean, "rank-mean", "plain rank mean"),
     )
-    y_global, y_rank_mean = texts[2 * n :]
+    y_global, y_rank_mean = _n(ys[2 * n]), _n(ys[2 * n + 1])
     guides = (
         Line(f"{GUIDE_FROM},{y_global} {GUIDE_TO},{y_global}", "global", ""),
         Line(f"{GUIDE_FROM},{y_rank_mean} {GUIDE_TO},{y_rank_mean}", "rank-mean", ""),
