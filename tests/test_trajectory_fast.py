@@ -28,8 +28,8 @@ from app.lab.view import (
     _probes,
     _step_axis,
     _x_step,
+    curve_meets,
     place_label,
-    probe_ys,
 )
 from app.lab.worked import _distinct_pair
 from app.numbers import fmt_distinct
@@ -328,13 +328,12 @@ def test_labels_go_where_testing_every_point_puts_them(seed: int) -> None:
         guide_ys = [rng.uniform(TOP, BOTTOM) for _ in range(2)]
         start_y = curves[0][0]
         tracks = [list(zip(xs, ys, strict=True)) for ys in curves]
-        x = _probes(steps).x
-        tested = probe_ys(steps, np.array(curves[0] + curves[1]))
+        ys = curves[0] + curves[1] + guide_ys
         placed: list[Box] = []
         expected: list[Box] = []
         for guide_y in guide_ys:
             text = "x" * rng.randint(3, 34)
-            placed.append(place_label(text, guide_y, start_y, x, tested, guide_ys, placed))
+            placed.append(place_label(text, guide_y, start_y, ys, steps, guide_ys, placed))
             expected.append(_reference_place(text, guide_y, start_y, tracks, guide_ys, expected))
         assert placed == expected
 
@@ -345,13 +344,36 @@ def test_probes_are_the_tested_points() -> None:
     rng = random.Random(5)
     for steps in (0, 1, 2, 5, 30, 31, 100, 1000):
         xs = [_x_step(k, steps) for k in range(steps + 1)]
+        probes = _probes(steps)
         for _ in range(3):
-            curves = [_random_curve(rng, steps) for _ in range(2)]
-            tested = probe_ys(steps, np.array(curves[0] + curves[1] + [0.0, 0.0]))
-            for ys, row in zip(curves, tested.T.tolist(), strict=True):
-                assert list(zip(_probes(steps).x, row, strict=True)) == _dense(
-                    list(zip(xs, ys, strict=True))
-                )
+            ys = _random_curve(rng, steps)
+            tested = [(probes.x[0], ys[0])]
+            for k, (first, parts) in enumerate(zip(probes.first, probes.parts, strict=True)):
+                assert probes.segment[first : first + parts] == [k] * parts
+                tested += [
+                    (probes.x[first + t - 1], ys[k] + (ys[k + 1] - ys[k]) * t / parts)
+                    for t in range(1, parts + 1)
+                ]
+            assert tested == _dense(list(zip(xs, ys, strict=True)))
+
+
+def test_curves_meet_a_box_where_a_tested_point_lies_in_it() -> None:
+    # Boxes whose edges fall on tested points, within a rounding of them, or just beside them.
+    rng = random.Random(11)
+    for _ in range(300):
+        steps = rng.choice([0, 1, 2, 5, 30, 30, 100])
+        xs = [_x_step(k, steps) for k in range(steps + 1)]
+        curves = [_random_curve(rng, steps) for _ in range(2)]
+        points = [p for ys in curves for p in _dense(list(zip(xs, ys, strict=True)))]
+        for _ in range(20):
+            px, py = rng.choice(points)
+            qx = rng.choice(points)[0]
+            nudge = rng.choice([0.0, 1e-12, -1e-12, 1e-9, 0.5])
+            x_range = (min(px, qx) + nudge, max(px, qx) + rng.choice([0.0, -nudge, 3.0]))
+            y_range = (py + nudge, py + rng.choice([0.0, 1e-13, 18.0, -1e-13]))
+            assert curve_meets(curves[0] + curves[1], steps, x_range, y_range) == any(
+                x_range[0] <= x <= x_range[1] and y_range[0] <= y <= y_range[1] for x, y in points
+            )
 
 
 def test_curve_points_print_each_y_as_two_decimals() -> None:

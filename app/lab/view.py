@@ -4,15 +4,12 @@ Templates only place these strings; every number on the lab is formatted here.
 """
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
 from typing import NamedTuple, cast
-
-import numpy as np
-from numpy.typing import NDArray
 
 from app.engine import GradientResult, PathEnds, RingCost, Trajectory
 from app.lab.pictures import NumberLine, number_line
@@ -31,7 +28,6 @@ from app.lab.worked import (
 from app.numbers import fmt, minus_signs
 
 ITEMS_SHOWN = 12
-FloatArray = NDArray[np.float64]
 
 
 def plural(count: int, word: str) -> str:
@@ -519,77 +515,90 @@ class Box(NamedTuple):
 # apart (in x) than this, the last at (about) the segment's end: for t = 1 … parts,
 # (xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts), parts = max(1, ⌈(xb - xa) / 3⌉).
 SPACING = 3.0
-IntArray = NDArray[np.intp]
+# A tested point lies between its segment's ends but for rounding (far below this).
+ROUNDING = 1e-9
 
 
 class Probes(NamedTuple):
-    """The tested points of both curves of a run of ``steps`` steps: their xs (the same for
-    both, left to right), and for their ys, at each x the first curve's point then the
-    second's, the indices (into the two curves' ys, one after the other) of the point's
-    segment's ends ``a`` and ``b``, its ``t`` and ``parts`` (a curve's start is ``a = b``,
-    ``t = 0``, ``parts = 1``: exactly its first y)."""
+    """The tested points of a curve of a run of ``steps`` steps (the same xs for both curves):
+    their xs, left to right; for each, its segment ``k`` (from step k to k + 1; -1 for the
+    curve's start); and per segment the index of its first tested point and how many it has
+    (``parts``: its t = 1 … parts)."""
 
     x: list[float]
-    a: IntArray
-    b: IntArray
-    t: FloatArray
-    parts: FloatArray
+    segment: list[int]
+    first: list[int]
+    parts: list[int]
 
 
 @lru_cache(maxsize=16)
 def _probes(steps: int) -> Probes:
     """Geometry, not a result: the same for every run of ``steps`` steps."""
     xs = _step_axis(steps)[0]
-    x, a, b, t, parts = [xs[0]], [0], [0], [0], [1]
+    x, segment, first, parts = [xs[0]], [-1], [], []
     for k in range(steps):
         xa, xb = xs[k], xs[k + 1]
         count = max(1, math.ceil((xb - xa) / SPACING))
+        first.append(len(x))
+        parts.append(count)
         for step in range(1, count + 1):
             x.append(xa + (xb - xa) * step / count)
-            a.append(k)
-            b.append(k + 1)
-            t.append(step)
-            parts.append(count)
+            segment.append(k)
     # Sorted, so the points between two xs are a slice (bisect).
     assert all(left < right for left, right in pairwise(x))
+    return Probes(x, segment, first, parts)
+
+
+def curve_meets(
+    ys: Sequence[float], steps: int, x_range: tuple[float, float], y_range: tuple[float, float]
+) -> bool:
+    """Whether a tested point of either curve lies in ``x_range`` by ``y_range`` (bounds
+    included). ``ys``: both curves' ys at each step, one curve after the other (then
+    anything). A segment whose ends are both beyond the y range by more than rounding holds
+    none; the others' points are worked out, ``ya + (yb - ya) * t / parts`` as floats."""
+    probes = _probes(steps)
+    x = probes.x
+    begin, end = bisect_left(x, x_range[0]), bisect_right(x, x_range[1])
+    if begin >= end:
+        return False
+    low, high = y_range
+    below, above = low - ROUNDING, high + ROUNDING
+    first_k, last_k = max(probes.segment[begin], 0), probes.segment[end - 1]
     n = steps + 1
-    return Probes(
-        x,
-        np.array([(k, k + n) for k in a], dtype=np.intp).reshape(-1),
-        np.array([(k, k + n) for k in b], dtype=np.intp).reshape(-1),
-        np.repeat(np.array(t, dtype=np.float64), 2),
-        np.repeat(np.array(parts, dtype=np.float64), 2),
-    )
-
-
-def probe_ys(steps: int, ys: FloatArray) -> FloatArray:
-    """Both curves' ys at the tested points' xs, a row per x and a column per curve (``ys``:
-    both curves' ys at each step, one curve after the other, then anything):
-    ``ya + (yb - ya) * t / parts``, the same float operations on arrays."""
-    points = _probes(steps)
-    ya = ys[points.a]
-    y = ys[points.b] - ya
-    y *= points.t
-    y /= points.parts
-    y += ya
-    return y.reshape(-1, 2)
+    for start in (0, n):
+        # Both ends of every segment in range (or the start alone).
+        ends = ys[start + first_k : start + last_k + 2]
+        if max(ends) < below or min(ends) > above:
+            continue
+        if begin == 0 and low <= ys[start] <= high:
+            return True
+        for k in range(first_k, last_k + 1):
+            ya, yb = ys[start + k], ys[start + k + 1]
+            if (ya if ya > yb else yb) < below or (yb if ya > yb else ya) > above:
+                continue
+            first, parts = probes.first[k], probes.parts[k]
+            rise = yb - ya
+            for index in range(max(begin, first), min(end, first + parts)):
+                if low <= rise * (index - first + 1) / parts + ya <= high:
+                    return True
+    return False
 
 
 def place_label(
     text: str,
     guide_y: float,
     start_y: float,
-    x: Sequence[float],
-    curves: FloatArray,
+    ys: Sequence[float],
+    steps: int,
     guide_ys: Sequence[float],
     placed: Sequence[Box],
 ) -> Box:
     """Where a fixed point's label goes: beside its guide, clear of both curves, the other
     guide and the labels already placed. Tried in order: the side of the guide away from the
     start value (where its own curve never goes), at the left, middle and right of the plot;
-    then the other side; then the margin above the plot. ``x`` and ``curves``: the tested
-    points' xs (left to right) and the two curves' ys there (``probe_ys``, a row per x); a
-    curve is clear of a box when ``box.holds`` none of its tested points."""
+    then the other side; then the margin above the plot. ``ys``: both curves' ys at each of
+    ``steps`` steps (as ``curve_meets``); a curve is clear of a box when ``box.holds`` none of
+    its tested points."""
     width = len(text) * CHAR_WIDTH
     below, above = guide_y + 15, guide_y - 5
     sides = (below, above) if start_y <= guide_y else (above, below)
@@ -603,11 +612,9 @@ def place_label(
     guides = sorted(guide_ys)
     for baseline, row in rows:
         top, bottom = baseline - 11, baseline + 3  # Box.top and Box.bottom
-        low, high = top - 1, bottom + 1
-        k = bisect_left(guides, low)
-        if k < len(guides) and guides[k] <= high:
+        k = bisect_left(guides, top - 1)
+        if k < len(guides) and guides[k] <= bottom + 1:
             continue  # it crosses a guide (whatever its x)
-        held: list[int] | None = None
         for x0 in row:
             x1 = x0 + width
             if placed and any(
@@ -615,15 +622,7 @@ def place_label(
                 for other in placed
             ):
                 continue  # it meets a label already placed
-            if held is None:
-                # Where a tested point of either curve lies in the box's rows (as Box.holds),
-                # left to right: 2 · its x's index + its curve's.
-                inside = curves >= top - 2
-                inside &= curves <= bottom + 2
-                held = inside.reshape(-1).nonzero()[0].tolist()
-            # The first of those points with x0 - 2 <= x is in the box if x <= x1 + 2.
-            k = bisect_left(held, 2 * bisect_left(x, x0 - 2))
-            if k == len(held) or x[held[k] >> 1] > x1 + 2:
+            if not curve_meets(ys, steps, (x0 - 2, x1 + 2), (top - 2, bottom + 2)):  # Box.holds
                 return Box(x0, x1, baseline)
     baseline, row = rows[0]
     return Box(row[0], row[0] + width, baseline)
@@ -681,13 +680,8 @@ def trajectory_chart(path: Trajectory | PathEnds, words: PathWords | None = None
     )
     low, high, step = nice_range(min(values), max(values))
     span = high - low or 1.0
-    # _y of each value, the same float operations on an array.
-    y_array = np.array(values, dtype=np.float64)
-    y_array -= low
-    y_array /= span
-    y_array *= BOTTOM - TOP
-    np.subtract(BOTTOM, y_array, out=y_array)
-    ys = y_array.tolist()
+    height = BOTTOM - TOP
+    ys = [BOTTOM - (value - low) / span * height for value in values]  # _y of each value
     points_global, points_rank_mean = _points(_step_axis(path.steps)[2], ys[: 2 * n])
     lines = (
         Line(points_global, "global", "global item mean"),
@@ -699,11 +693,10 @@ def trajectory_chart(path: Trajectory | PathEnds, words: PathWords | None = None
         Line(f"{GUIDE_FROM},{y_rank_mean} {GUIDE_TO},{y_rank_mean}", "rank-mean", ""),
     )
     labels = (words.global_course.label, words.rank_mean_course.label)
-    x, curves = _probes(path.steps).x, probe_ys(path.steps, y_array)
     guide_ys = ys[2 * n :]
     placed: list[Box] = []
     for text, guide_y in zip(labels, guide_ys, strict=True):
-        placed.append(place_label(text, guide_y, ys[0], x, curves, guide_ys, placed))
+        placed.append(place_label(text, guide_y, ys[0], ys, path.steps, guide_ys, placed))
     box_global, box_rank_mean = placed
     # Positional: the fields in LineChart's order (a little quicker than by keyword).
     return LineChart(
