@@ -515,7 +515,8 @@ class Box(NamedTuple):
 # apart (in x) than this, the last at (about) the segment's end: for t = 1 … parts,
 # (xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts), parts = max(1, ⌈(xb - xa) / 3⌉).
 SPACING = 3.0
-# A tested point lies between its segment's ends but for rounding (far below this).
+# A tested point lies between its segment's ends but for rounding: far below this for ys in
+# viewBox units (a few hundred at most: three roundings of about 1e-14 each).
 ROUNDING = 1e-9
 
 
