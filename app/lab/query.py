@@ -102,6 +102,25 @@ def _values(query: Mapping[str, str], name: str) -> list[str]:
     return [query[name]] if name in query else []
 
 
+Params = dict[str, list[str]]
+
+
+def _params(query: Mapping[str, str]) -> Params:
+    """Every parameter's values in order (what ``_values`` gives per name), in one pass."""
+    multi_items = getattr(query, "multi_items", None)
+    if multi_items is None:
+        return {name: _values(query, name) for name in query}
+    params: Params = {}
+    for name, value in multi_items():
+        text = value if type(value) is str else str(value)
+        values = params.get(name)
+        if values is None:
+            params[name] = [text]
+        else:
+            values.append(text)
+    return params
+
+
 def _split(values: Sequence[str], sep: str) -> list[str]:
     """One entry per rank: a single value holds every rank separated by ``sep``."""
     if len(values) == 1:
@@ -111,6 +130,11 @@ def _split(values: Sequence[str], sep: str) -> list[str]:
 
 def _first(query: Mapping[str, str], name: str, default: str) -> str:
     values = _values(query, name)
+    return values[-1].strip() if values else default
+
+
+def _last(params: Params, name: str, default: str) -> str:
+    values = params.get(name)
     return values[-1].strip() if values else default
 
 
@@ -189,8 +213,12 @@ def _item_count(text: str) -> int:
 def oversized_query(query: Mapping[str, str]) -> FieldError | None:
     """More ranks or items than the model takes, counted on the raw text before anything is
     split, so a huge URL or form costs a count of separators and renders no input."""
+    return _oversized(_params(query))
+
+
+def _oversized(params: Params) -> FieldError | None:
     for name, separator in RANK_SEPARATORS.items():
-        values = _values(query, name)
+        values = params.get(name)
         if not values:
             continue
         ranks = len(values) if len(values) > 1 else values[0].count(separator) + 1
@@ -215,18 +243,18 @@ def read_lab_form(query: Mapping[str, str]) -> tuple[LabForm, list[FieldError], 
     A state with more ranks or items than the model takes reads as the lesson's example with
     the error: what was sent is neither split nor shown.
     """
-    too_large = oversized_query(query)
+    params = _params(query)
+    too_large = _oversized(params)
     if too_large is not None:
         base = LESSON_ITEMS if too_large.param in ("targets", "weights") else LESSON_MEANS
         return base, [too_large], False
-    mode: Mode = "items" if "targets" in query else "means"
-    has_state = any(name in query for name in ("counts", "means", "targets", "weights"))
+    mode: Mode = "items" if "targets" in params else "means"
     base = LESSON_ITEMS if mode == "items" else LESSON_MEANS
     steps = base.steps
     weight_ranks = 0
     if mode == "items":
-        targets = _split(_values(query, "targets"), ";")
-        weights = _split(_values(query, "weights"), ";") if "weights" in query else []
+        targets = _split(params["targets"], ";")
+        weights = _split(params["weights"], ";") if "weights" in params else []
         weight_ranks = len(weights)
         # Extra weight lists get a rank of no targets, so the model names the mismatch.
         width = max(len(targets), len(weights))
@@ -236,28 +264,30 @@ def read_lab_form(query: Mapping[str, str]) -> tuple[LabForm, list[FieldError], 
             )
             for i in range(width)
         )
-        steps = _first(query, "steps", base.steps)
-    elif has_state:
-        counts = _split(_values(query, "counts"), ",") if "counts" in query else []
-        means = _split(_values(query, "means"), ",") if "means" in query else []
-        width = max(len(counts), len(means))
-        ranks = tuple(
-            RankInput(counts[i] if i < len(counts) else "", means[i] if i < len(means) else "")
-            for i in range(width)
-        )
+        steps = _last(params, "steps", base.steps)
+    elif "counts" in params or "means" in params or "weights" in params:
+        counts = _split(params["counts"], ",") if "counts" in params else []
+        means = _split(params["means"], ",") if "means" in params else []
+        if len(counts) == len(means):
+            ranks = tuple(map(RankInput, counts, means))
+        else:
+            width = max(len(counts), len(means))
+            counts += [""] * (width - len(counts))
+            means += [""] * (width - len(means))
+            ranks = tuple(map(RankInput, counts, means))
     else:
         ranks = base.ranks
     form = LabForm(
-        mode=mode,
-        ranks=ranks,
-        eta=_first(query, "eta", base.eta),
-        w=_first(query, "w", base.w),
-        steps=steps if mode == "items" else "",
-        weight_ranks=weight_ranks if mode == "items" else 0,
+        mode,
+        ranks,
+        _last(params, "eta", base.eta),
+        _last(params, "w", base.w),
+        steps if mode == "items" else "",
+        weight_ranks if mode == "items" else 0,
     )
-    if "P" not in query:
+    if "P" not in params:
         return form, [], False
-    raw = _first(query, "P", "")
+    raw = _last(params, "P", "")
     p = _whole(raw)
     if not isinstance(p, int) or not 1 <= p <= MAX_RANKS:
         message = f"{label('P')}: must be a whole number from 1 to {MAX_RANKS}, not {raw[:40]!r}"
