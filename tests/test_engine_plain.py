@@ -91,6 +91,30 @@ def reference_from_means(
         }
 
 
+# The results each input field is blamed for when one leaves the float range, checked in this
+# order (``means`` first).
+BLAMED = {
+    "means": (
+        "global_gradient",
+        "compensated_means",
+        "w_new",
+        "w_new_rank_mean",
+        "w_new_difference",
+    ),
+    "counts": ("N", "scale_factors", "influence_global", "influence_rank_mean"),
+}
+
+
+def blamed_field(expected: dict[str, Any]) -> str | None:
+    """The field the first non-finite result of the reference blames (None: all finite)."""
+    for field, keys in BLAMED.items():
+        for key in keys:
+            value = expected[key]
+            if not all(map(math.isfinite, value if isinstance(value, tuple) else (value,))):
+                return field
+    return None
+
+
 def same(a: object, b: object) -> bool:
     """Equal, with floats compared bit for bit (the sign of 0 and NaN included)."""
     if isinstance(a, float) and isinstance(b, float):
@@ -130,6 +154,7 @@ def test_rank_means_is_exact_means_and_decide(data: tuple[list[float], list[floa
 @example(([1e308, 1e308], [1.0, 1.0]), 0.1, 10.0)  # N leaves the float range
 @example(([1.0, 1e-300], [1e308, 1e308]), 1.0, 0.0)  # a scaled mean leaves it
 @example(([3.0, 1.0], [1e308, -1e308]), 1e300, 1e308)  # so do the steps
+@example(([1.0, 1e-300, 1e-300], [0.55e308, -0.9e308, -0.9e308]), 2.0, 0.0)  # the difference alone
 def test_from_means_matches_the_numpy_reference(
     data: tuple[list[float], list[float]], eta: float, w: float
 ) -> None:
@@ -145,8 +170,10 @@ def test_from_means_matches_the_numpy_reference(
     except ZeroDivisionError:  # N = 0
         expected, finite = {}, False
     if not finite:
-        with pytest.raises(EngineError):
+        with pytest.raises(EngineError) as caught:
             from_means(counts, means, eta=eta, w=w)
+        if expected:  # a result left the float range: the field to blame, in the checks' order
+            assert caught.value.field == blamed_field(expected), (caught.value, expected)
         return
     result = from_means(counts, means, eta=eta, w=w)
     for key, value in expected.items():

@@ -201,14 +201,14 @@ def rank_means(counts: Sequence[float], means: Sequence[float]) -> RankMeans:
     counted = (p_top, m_den * n_top)
     plain = (m_top, ranks * m_den)
     difference = (m_top * counted[1] - counted[0] * plain[1], plain[1] * counted[1])
-    empty = tuple(i for i, x in enumerate(counts) if x == 0)
+    empty = tuple(i for i, x in enumerate(counts) if x == 0) if 0.0 in counts else ()
     reason: Reason
     if ranks == 1:
         reason = "one entry"
     elif len(set(counts)) == 1:
         reason = "proportional counts"
     else:
-        occupied = {m for x, m in zip(counts, means, strict=True) if x}
+        occupied = {m for x, m in zip(counts, means, strict=True) if x} if empty else set(means)
         if not empty and len(occupied) == 1:
             reason = "equal means"
         elif empty and not any(occupied):
