@@ -50,13 +50,22 @@ class LabForm:
     """The lab's inputs exactly as received, so the form shows what the student typed."""
 
     mode: Mode
-    ranks: tuple[RankInput, ...]
+    # Per rank, as typed: its count (means form) or targets (items form) ...
+    firsts: tuple[str, ...]
+    # ... and its mean or weights.
+    seconds: tuple[str, ...]
     eta: str
     w: str
     steps: str
     # How many ranks' weights the query gave (0: none). A blank one means all 1; a missing one
     # goes to the model as missing, which names the mismatch.
     weight_ranks: int = 0
+
+    @property
+    def ranks(self) -> tuple[RankInput, ...]:
+        """Each rank's inputs, for the form's fields (built when a template shows them: a
+        drag's answer, the results pane, does not)."""
+        return tuple(map(RankInput, self.firsts, self.seconds))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +93,8 @@ class ParsedRing:
     errors: tuple[FieldError, ...]
 
 
-LESSON_MEANS = LabForm("means", (RankInput("2", "1"), RankInput("6", "3")), "0.1", "10", "")
-LESSON_ITEMS = LabForm(
-    "items", (RankInput("9,9", ""), RankInput("7,7,7,7,7,7", "")), "0.1", "10", str(DEFAULT_STEPS)
-)
+LESSON_MEANS = LabForm("means", ("2", "6"), ("1", "3"), "0.1", "10", "")
+LESSON_ITEMS = LabForm("items", ("9,9", "7,7,7,7,7,7"), ("", ""), "0.1", "10", str(DEFAULT_STEPS))
 RING_DEFAULT = RingForm(payload_mb="100", ranks="8", alpha_us="10", bandwidth_gbps="10")
 RING_PARAMS = ("ring_mb", "ring_p", "ring_us", "ring_gbps")
 RING_DEFAULT_STATE = RingRequest.model_validate(
@@ -178,17 +185,17 @@ def lab_input(form: LabForm) -> dict[str, Any]:
     common = {"eta": _number(form.eta), "w": _number(form.w)}
     if form.mode == "means":
         return {
-            "counts": [_number(rank.first) for rank in form.ranks],
-            "means": [_number(rank.second) for rank in form.ranks],
+            "counts": [_number(text) for text in form.firsts],
+            "means": [_number(text) for text in form.seconds],
             **common,
         }
-    targets = [_number_list(rank.first) for rank in form.ranks]
+    targets = [_number_list(text) for text in form.firsts]
     weights = None
-    if form.weight_ranks or any(rank.second != "" for rank in form.ranks):
+    if form.weight_ranks or any(text != "" for text in form.seconds):
         # A blank rank in ``weights`` means every item of that rank weighs 1.
         weights = [
-            _number_list(rank.second) if rank.second != "" else [1.0] * len(ys)
-            for rank, ys in zip(form.ranks, targets, strict=True)
+            _number_list(text) if text != "" else [1.0] * len(ys)
+            for text, ys in zip(form.seconds, targets, strict=True)
         ][: form.weight_ranks or None]
     return {"targets": targets, "weights": weights, "steps": _whole(form.steps), **common}
 
@@ -253,33 +260,24 @@ def read_lab_form(query: Mapping[str, str]) -> tuple[LabForm, list[FieldError], 
     steps = base.steps
     weight_ranks = 0
     if mode == "items":
-        targets = _split(params["targets"], ";")
-        weights = _split(params["weights"], ";") if "weights" in params else []
-        weight_ranks = len(weights)
-        # Extra weight lists get a rank of no targets, so the model names the mismatch.
-        width = max(len(targets), len(weights))
-        ranks = tuple(
-            RankInput(
-                targets[i] if i < len(targets) else "", weights[i] if i < len(weights) else ""
-            )
-            for i in range(width)
-        )
+        firsts = _split(params["targets"], ";")
+        seconds = _split(params["weights"], ";") if "weights" in params else []
+        weight_ranks = len(seconds)
         steps = _last(params, "steps", base.steps)
     elif "counts" in params or "means" in params or "weights" in params:
-        counts = _split(params["counts"], ",") if "counts" in params else []
-        means = _split(params["means"], ",") if "means" in params else []
-        if len(counts) == len(means):
-            ranks = tuple(map(RankInput, counts, means))
-        else:
-            width = max(len(counts), len(means))
-            counts += [""] * (width - len(counts))
-            means += [""] * (width - len(means))
-            ranks = tuple(map(RankInput, counts, means))
+        firsts = _split(params["counts"], ",") if "counts" in params else []
+        seconds = _split(params["means"], ",") if "means" in params else []
     else:
-        ranks = base.ranks
+        firsts, seconds = list(base.firsts), list(base.seconds)
+    # One entry per rank in both, a missing one blank (extra weight lists get a rank of no
+    # targets, so the model names the mismatch).
+    width = max(len(firsts), len(seconds))
+    firsts += [""] * (width - len(firsts))
+    seconds += [""] * (width - len(seconds))
     form = LabForm(
         mode,
-        ranks,
+        tuple(firsts),
+        tuple(seconds),
         _last(params, "eta", base.eta),
         _last(params, "w", base.w),
         steps if mode == "items" else "",
@@ -292,14 +290,19 @@ def read_lab_form(query: Mapping[str, str]) -> tuple[LabForm, list[FieldError], 
     if not isinstance(p, int) or not 1 <= p <= MAX_RANKS:
         message = f"{label('P')}: must be a whole number from 1 to {MAX_RANKS}, not {raw[:40]!r}"
         return form, [FieldError("P", input_id("P"), message)], False
-    if p == len(form.ranks):
+    if p == width:
         return form, [], False
-    if mode == "items":
-        new_rank = RankInput(NEW_RANK_TARGETS, "")
-    else:
-        new_rank = RankInput(NEW_RANK_COUNT, NEW_RANK_MEAN)
-    ranks = form.ranks[:p] + (new_rank,) * max(0, p - len(form.ranks))
-    return replace(form, ranks=ranks, weight_ranks=p if form.weight_ranks else 0), [], True
+    new_first, new_second = (
+        (NEW_RANK_TARGETS, "") if mode == "items" else (NEW_RANK_COUNT, NEW_RANK_MEAN)
+    )
+    added = max(0, p - width)
+    resized = replace(
+        form,
+        firsts=form.firsts[:p] + (new_first,) * added,
+        seconds=form.seconds[:p] + (new_second,) * added,
+        weight_ranks=p if form.weight_ranks else 0,
+    )
+    return resized, [], True
 
 
 def parse_lab(query: Mapping[str, str]) -> ParsedLab:
