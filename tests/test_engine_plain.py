@@ -16,7 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.engine import EngineError, from_means
-from app.engine.checks import SMALLEST_COUNT, finite_floats
+from app.engine.checks import SMALLEST_COUNT, finite_floats, finite_scalar
 from app.engine.gradient import empty_warning
 from app.engine.verdicts import decide, exact_means, rank_means, rank_weights, rounded
 
@@ -228,3 +228,25 @@ def test_finite_floats_fast_path_answers_as_the_general_one(
         assert refused == (
             not finite or (non_negative and any(v < 0 or 0 < v < SMALLEST_COUNT for v in values))
         )
+
+
+class Float(float):
+    """A float subclass: ``finite_scalar`` takes its general path for it."""
+
+
+@pytest.mark.parametrize(
+    "value", [1.0, -1.0, 0.0, -0.0, 5e-324, 1e308, math.inf, -math.inf, math.nan, 0.1]
+)
+@pytest.mark.parametrize("positive", [False, True])
+def test_finite_scalar_fast_path_answers_as_the_general_one(value: float, positive: bool) -> None:
+    """A plain float takes a shortcut; a float subclass of the same value the general path."""
+
+    def run(given: float) -> object:
+        try:
+            out = finite_scalar("eta", given, positive=positive)
+        except EngineError as error:
+            return ("error", error.message)
+        assert type(out) is float
+        return out.hex()
+
+    assert run(value) == run(Float(value))

@@ -43,6 +43,8 @@ def is_number(value: object) -> bool:
 
 def finite_scalar(field: str, value: float, *, positive: bool = False) -> float:
     """A finite float; ``positive`` also demands ``value > 0``."""
+    if type(value) is float and (0.0 if positive else -math.inf) < value < math.inf:
+        return value  # the common case: no conversion, nothing to refuse
     if not is_number(value):
         raise EngineError(field, f"{field} must be a number, got {value!r}")
     value = float(value)

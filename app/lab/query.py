@@ -147,6 +147,10 @@ def _last(params: Params, name: str, default: str) -> str:
 
 def format_number(value: float) -> str:
     """Shortest text that reads back as the same float; integers without a decimal point."""
+    if type(value) is float:
+        if value.is_integer() and -1e15 < value < 1e15:
+            return str(int(value))
+        return repr(value)
     if value == int(value) and abs(value) < 1e15:
         return str(int(value))
     return repr(value)
@@ -321,7 +325,7 @@ def parse_lab(query: Mapping[str, str]) -> ParsedLab:
 
 
 def _join(values: Sequence[float]) -> str:
-    return ",".join(format_number(v) for v in values)
+    return ",".join(map(format_number, values))
 
 
 def lab_query_pairs(state: GradientRequest) -> list[tuple[str, str]]:
