@@ -349,7 +349,7 @@ UNQUOTED = frozenset(ascii_letters + digits + "_.-~,;")
 
 def encode(pairs: Sequence[tuple[str, str]]) -> str:
     """URL-encode, keeping the separators ``,`` and ``;`` readable."""
-    if all(UNQUOTED.issuperset(name) and UNQUOTED.issuperset(value) for name, value in pairs):
+    if UNQUOTED.issuperset("".join([text for pair in pairs for text in pair])):
         # Nothing to quote (a canonical state's numbers): the same text, without urlencode's
         # per-character quoting.
         return "&".join([f"{name}={value}" for name, value in pairs])

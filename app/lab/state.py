@@ -62,8 +62,12 @@ def _json_safe(value: Any, depth: int = 0) -> Any:
             kind = type(item)
             if kind is float:
                 safe[key] = item if math.isfinite(item) else NON_FINITE_MARKERS[repr(item)]
-            elif kind is list and _finite_floats(item):
-                safe[key] = item.copy()
+            elif (
+                kind is list
+                and FLOATS_ONLY.issuperset(map(type, item))
+                and math.isfinite(sum(item))
+            ):
+                safe[key] = item.copy()  # as ``_finite_floats`` below, without the call
             elif not isinstance(item, float | list | dict):
                 safe[key] = item
             else:
