@@ -177,23 +177,30 @@ def rank_means(counts: Sequence[float], means: Sequence[float]) -> RankMeans:
     ``counts`` are non-negative floats with a positive sum; ``means`` are 0 where the count is 0.
     """
     ranks = len(counts)
-    # One pass for the denominators (powers of two: the largest is a multiple of each) ...
+    # One pass: Σ nᵣ = n_top / n_den, Σ ḡᵣ = m_top / m_den and Σ nᵣ ḡᵣ = p_top / (n_den · m_den)
+    # over the largest denominators so far (powers of two: the larger is a multiple of the
+    # smaller, so the sums so far scale up exactly when a larger one comes).
+    n_top = m_top = p_top = 0
     n_den = m_den = 1
-    ratios = []
     for x, y in zip(counts, means, strict=True):
         a, d = x.as_integer_ratio()
         b, e = y.as_integer_ratio()
-        if d > n_den:
-            n_den = d
-        if e > m_den:
-            m_den = e
-        ratios.append((a, d, b, e))
-    # ... one for the sums: Σ nᵣ = n_top / n_den, Σ ḡᵣ = m_top / m_den,
-    # Σ nᵣ ḡᵣ = p_top / (n_den · m_den).
-    n_top = m_top = p_top = 0
-    for a, d, b, e in ratios:
-        a *= n_den // d
-        b *= m_den // e
+        if d != n_den:
+            if d > n_den:
+                k = d // n_den
+                n_top *= k
+                p_top *= k
+                n_den = d
+            else:
+                a *= n_den // d
+        if e != m_den:
+            if e > m_den:
+                k = e // m_den
+                m_top *= k
+                p_top *= k
+                m_den = e
+            else:
+                b *= m_den // e
         n_top += a
         m_top += b
         p_top += a * b
