@@ -7,9 +7,11 @@ from pydantic import ValidationError
 from starlette.datastructures import QueryParams
 
 from app.lab.query import (
+    LabForm,
     ParsedLab,
     encode,
     format_number,
+    lab_input,
     lab_query_pairs,
     parse_lab,
     parse_ring,
@@ -216,3 +218,26 @@ def _format_number_reference(value: float) -> str:
 )
 def test_format_number_is_the_reference(value: float) -> None:
     assert format_number(value) == _format_number_reference(value)
+
+
+def _number_reference(text: str) -> float | str:
+    """A text as the model's input: its float, or the text itself when it is not a number."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+@given(
+    st.lists(
+        st.sampled_from(["2", "abc", "1e3", "nan", "", "4 ", "-inf", "0x1", "1_0", "3.5"]),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_lab_input_reads_each_rank_as_the_reference(texts: list[str]) -> None:
+    form = LabForm("means", tuple(texts), tuple(reversed(texts)), "0.1", "x", "")
+    body = lab_input(form)
+    assert repr(body["counts"]) == repr([_number_reference(t) for t in texts])
+    assert repr(body["means"]) == repr([_number_reference(t) for t in reversed(texts)])
+    assert repr((body["eta"], body["w"])) == repr((0.1, "x"))

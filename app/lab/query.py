@@ -167,6 +167,14 @@ def _number(text: str) -> float | str:
         return text
 
 
+def _numbers(texts: Sequence[str]) -> list[float | str]:
+    """``_number`` of each text, in one ``map`` while every text is a number (as it mostly is)."""
+    try:
+        return list(map(float, texts))
+    except ValueError:
+        return [_number(text) for text in texts]
+
+
 def _whole(text: str) -> int | str:
     try:
         return int(text)
@@ -189,8 +197,8 @@ def lab_input(form: LabForm) -> dict[str, Any]:
     common = {"eta": _number(form.eta), "w": _number(form.w)}
     if form.mode == "means":
         return {
-            "counts": [_number(text) for text in form.firsts],
-            "means": [_number(text) for text in form.seconds],
+            "counts": _numbers(form.firsts),
+            "means": _numbers(form.seconds),
             **common,
         }
     targets = [_number_list(text) for text in form.firsts]

@@ -310,6 +310,15 @@ class GradientRequest(BaseModel):
         if not isinstance(data, dict):
             return data
         get = data.get
+        if (
+            get("counts") is not None
+            and get("means") is not None
+            and get("targets") is None
+            and get("microbatches") is None
+            and get("weights") is None
+            and get("steps") is None
+        ):
+            return data  # the means form with its companions only (every drag of the lab)
         given = [name for name in FORM_FIELDS if get(name) is not None]
         if len(given) != 1:
             got = ", ".join(given) if given else "none of them"
