@@ -3,7 +3,7 @@ changes; pure ASGI middlewares (no per-request task overhead)."""
 
 from urllib.parse import urlsplit
 
-from starlette.datastructures import Headers, MutableHeaders
+from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -32,6 +32,13 @@ SECURITY_HEADERS = {
 }
 
 
+# As ASGI sends them: lower-case names, latin-1 bytes.
+RAW_SECURITY_HEADERS = tuple(
+    (name.lower().encode("latin-1"), value.encode("latin-1"))
+    for name, value in SECURITY_HEADERS.items()
+)
+
+
 class SecurityHeadersMiddleware:
     """Adds :data:`SECURITY_HEADERS` to every HTTP response that does not set them itself.
 
@@ -54,9 +61,11 @@ class SecurityHeadersMiddleware:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                headers = MutableHeaders(scope=message)
-                for name, value in SECURITY_HEADERS.items():
-                    headers.setdefault(name, value)
+                # One pass over the response's own headers (a name it sets itself wins).
+                raw = list(message.get("headers", ()))
+                present = {name.lower() for name, _ in raw}
+                raw += [pair for pair in RAW_SECURITY_HEADERS if pair[0] not in present]
+                message["headers"] = raw
             await send(message)
 
         try:

@@ -8,8 +8,11 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
+from starlette.responses import PlainTextResponse
+from starlette.types import Receive, Scope, Send
 
 from app import PROJECT_DIR
+from app.security import SECURITY_HEADERS, SecurityHeadersMiddleware
 from app.templating import IMMUTABLE, REVALIDATE
 
 STATIC = PROJECT_DIR / "static"
@@ -154,3 +157,17 @@ def test_vendored_files_carry_their_licenses() -> None:
     css = (STATIC / "css" / "site.css").read_text(encoding="utf-8")
     assert "../vendor/stix-two-math/STIXTwoMath-Regular.woff2" in css
     assert '--font-math: "STIX Two Math"' in css
+
+
+def test_a_response_keeps_a_security_header_it_sets_itself() -> None:
+    """The middleware adds each header a response lacks, once, and never overrides one it set."""
+
+    async def own_frame_policy(scope: Scope, receive: Receive, send: Send) -> None:
+        response = PlainTextResponse("ok", headers={"X-Frame-Options": "SAMEORIGIN"})
+        await response(scope, receive, send)
+
+    answer = TestClient(SecurityHeadersMiddleware(own_frame_policy)).get("/")
+    assert answer.headers.get_list("x-frame-options") == ["SAMEORIGIN"]
+    for name, value in SECURITY_HEADERS.items():
+        if name != "X-Frame-Options":
+            assert answer.headers.get_list(name) == [value]

@@ -47,17 +47,18 @@ def page_url(request: Request, *queries: str) -> str:
 
 def fragment(request: Request, template: str, context: dict[str, Any], valid: bool) -> Response:
     """A fragment for htmx: 200 with the state's page address for a valid state, else 422."""
-    status = 200 if valid else 422
-    response = templates.TemplateResponse(request, template, context, status_code=status)
-    response.headers["Vary"] = VARY
+    headers = {"Vary": VARY}
     # The page address for this state; lab.js writes it into the history once per gesture
     # (htmx's HX-Push-Url would write it on every answer, and each write costs milliseconds).
     # Only a valid state gets one: a typo never reaches the address bar.
     if valid:
         lab: LabPanel = context["lab"]
         ring: RingPanel = context["ring"]
-        response.headers[STATE_URL_HEADER] = page_url(request, lab.query, ring.query)
-    return response
+        headers[STATE_URL_HEADER] = page_url(request, lab.query, ring.query)
+    status = 200 if valid else 422
+    return templates.TemplateResponse(
+        request, template, context, status_code=status, headers=headers
+    )
 
 
 def full_page(request: Request, context: dict[str, Any]) -> Response:
