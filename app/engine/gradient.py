@@ -110,18 +110,21 @@ def from_means(
     exact = rank_means(n, mean)
     (counted_top, counted_den), (plain_top, plain_den) = exact.counted, exact.plain
     (w_top, w_den), (eta_top, eta_den) = w.as_integer_ratio(), eta.as_integer_ratio()
-    global_gradient = ratio_float(exact.counted)
-    rank_mean_gradient = ratio_float(exact.plain)
-    total = ratio_float(exact.total)
     # w - η·a/b = (w_top·η_den·b - η_top·a·w_den) / (w_den·η_den·b)
-    w_eta_top, eta_w_den = w_top * eta_den, eta_top * w_den
-    w_new = ratio_float(
-        (w_eta_top * counted_den - eta_w_den * counted_top, w_den * eta_den * counted_den)
+    w_eta_top, eta_w_den, w_eta_den = w_top * eta_den, eta_top * w_den, w_den * eta_den
+    ratios = (
+        exact.counted,
+        exact.plain,
+        exact.total,
+        (w_eta_top * counted_den - eta_w_den * counted_top, w_eta_den * counted_den),
+        (w_eta_top * plain_den - eta_w_den * plain_top, w_eta_den * plain_den),
+        (-eta_top * exact.difference[0], eta_den * exact.difference[1]),
     )
-    w_new_rank_mean = ratio_float(
-        (w_eta_top * plain_den - eta_w_den * plain_top, w_den * eta_den * plain_den)
-    )
-    w_new_difference = ratio_float((-eta_top * exact.difference[0], eta_den * exact.difference[1]))
+    try:  # int / int rounds once
+        values = [top / bottom for top, bottom in ratios]
+    except OverflowError:  # one leaves the float range: ±inf there, refused below
+        values = [ratio_float(ratio) for ratio in ratios]
+    global_gradient, rank_mean_gradient, total, w_new, w_new_rank_mean, w_new_difference = values
     scale = [ranks * x / total for x in n]
     compensated = [f * y for f, y in zip(scale, mean, strict=True)]
     global_weight = 1.0 / total

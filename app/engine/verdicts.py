@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
+from typing import Literal, NamedTuple
 
 # Why the two weightings agree (the first that holds, in this order) or why they differ.
 Reason = Literal[
@@ -151,9 +151,9 @@ def decide(exact: Exact) -> Agreement:
 Ratio = tuple[int, int]
 
 
-@dataclass(frozen=True, slots=True)
-class RankMeans:
-    """Both means of per-rank means, exactly, as unreduced ratios (denominators > 0)."""
+class RankMeans(NamedTuple):
+    """Both means of per-rank means, exactly, as unreduced ratios (denominators > 0); a named
+    tuple, built on every lab request at a fraction of a frozen dataclass's cost."""
 
     total: Ratio  # N = Σ nᵣ
     counted: Ratio  # g = Σ nᵣ ḡᵣ / N
