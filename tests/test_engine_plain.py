@@ -16,7 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.engine import EngineError, from_means
-from app.engine.checks import SMALLEST_COUNT, finite_floats
+from app.engine.checks import SMALLEST_COUNT, finite_floats, finite_scalar
 from app.engine.gradient import empty_warning
 from app.engine.verdicts import decide, exact_means, rank_means, rank_weights, rounded
 
@@ -91,6 +91,30 @@ def reference_from_means(
         }
 
 
+# The results each input field is blamed for when one leaves the float range, checked in this
+# order (``means`` first).
+BLAMED = {
+    "means": (
+        "global_gradient",
+        "compensated_means",
+        "w_new",
+        "w_new_rank_mean",
+        "w_new_difference",
+    ),
+    "counts": ("N", "scale_factors", "influence_global", "influence_rank_mean"),
+}
+
+
+def blamed_field(expected: dict[str, Any]) -> str | None:
+    """The field the first non-finite result of the reference blames (None: all finite)."""
+    for field, keys in BLAMED.items():
+        for key in keys:
+            value = expected[key]
+            if not all(map(math.isfinite, value if isinstance(value, tuple) else (value,))):
+                return field
+    return None
+
+
 def same(a: object, b: object) -> bool:
     """Equal, with floats compared bit for bit (the sign of 0 and NaN included)."""
     if isinstance(a, float) and isinstance(b, float):
@@ -130,6 +154,7 @@ def test_rank_means_is_exact_means_and_decide(data: tuple[list[float], list[floa
 @example(([1e308, 1e308], [1.0, 1.0]), 0.1, 10.0)  # N leaves the float range
 @example(([1.0, 1e-300], [1e308, 1e308]), 1.0, 0.0)  # a scaled mean leaves it
 @example(([3.0, 1.0], [1e308, -1e308]), 1e300, 1e308)  # so do the steps
+@example(([1.0, 1e-300, 1e-300], [0.55e308, -0.9e308, -0.9e308]), 2.0, 0.0)  # the difference alone
 def test_from_means_matches_the_numpy_reference(
     data: tuple[list[float], list[float]], eta: float, w: float
 ) -> None:
@@ -145,8 +170,10 @@ def test_from_means_matches_the_numpy_reference(
     except ZeroDivisionError:  # N = 0
         expected, finite = {}, False
     if not finite:
-        with pytest.raises(EngineError):
+        with pytest.raises(EngineError) as caught:
             from_means(counts, means, eta=eta, w=w)
+        if expected:  # a result left the float range: the field to blame, in the checks' order
+            assert caught.value.field == blamed_field(expected), (caught.value, expected)
         return
     result = from_means(counts, means, eta=eta, w=w)
     for key, value in expected.items():
@@ -201,3 +228,25 @@ def test_finite_floats_fast_path_answers_as_the_general_one(
         assert refused == (
             not finite or (non_negative and any(v < 0 or 0 < v < SMALLEST_COUNT for v in values))
         )
+
+
+class Float(float):
+    """A float subclass: ``finite_scalar`` takes its general path for it."""
+
+
+@pytest.mark.parametrize(
+    "value", [1.0, -1.0, 0.0, -0.0, 5e-324, 1e308, math.inf, -math.inf, math.nan, 0.1]
+)
+@pytest.mark.parametrize("positive", [False, True])
+def test_finite_scalar_fast_path_answers_as_the_general_one(value: float, positive: bool) -> None:
+    """A plain float takes a shortcut; a float subclass of the same value the general path."""
+
+    def run(given: float) -> object:
+        try:
+            out = finite_scalar("eta", given, positive=positive)
+        except EngineError as error:
+            return ("error", error.message)
+        assert type(out) is float
+        return out.hex()
+
+    assert run(value) == run(Float(value))

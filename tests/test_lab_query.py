@@ -7,8 +7,11 @@ from pydantic import ValidationError
 from starlette.datastructures import QueryParams
 
 from app.lab.query import (
+    LabForm,
     ParsedLab,
     encode,
+    format_number,
+    lab_input,
     lab_query_pairs,
     parse_lab,
     parse_ring,
@@ -196,3 +199,45 @@ def test_a_trailing_comma_is_a_list_being_typed() -> None:
     assert state.targets is not None
     assert state.targets == [[9.0, 9.0], [7.0]]
     assert parse("targets=9,,9;7&eta=0.1&w=10").state is None
+
+
+def _format_number_reference(value: float) -> str:
+    """``format_number`` as it was: an integer below 1e15 without its decimal point."""
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+@given(
+    st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.integers(-(10**16), 10**16).map(float),
+        st.integers(0, 4096),
+        st.sampled_from([0.0, -0.0, 1e15, -1e15, 1e15 - 1, 999999999999999.9, 5e-324, 0.1]),
+    )
+)
+def test_format_number_is_the_reference(value: float) -> None:
+    assert format_number(value) == _format_number_reference(value)
+
+
+def _number_reference(text: str) -> float | str:
+    """A text as the model's input: its float, or the text itself when it is not a number."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+@given(
+    st.lists(
+        st.sampled_from(["2", "abc", "1e3", "nan", "", "4 ", "-inf", "0x1", "1_0", "3.5"]),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_lab_input_reads_each_rank_as_the_reference(texts: list[str]) -> None:
+    form = LabForm("means", tuple(texts), tuple(reversed(texts)), "0.1", "x", "")
+    body = lab_input(form)
+    assert repr(body["counts"]) == repr([_number_reference(t) for t in texts])
+    assert repr(body["means"]) == repr([_number_reference(t) for t in reversed(texts)])
+    assert repr((body["eta"], body["w"])) == repr((0.1, "x"))

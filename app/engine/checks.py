@@ -43,6 +43,8 @@ def is_number(value: object) -> bool:
 
 def finite_scalar(field: str, value: float, *, positive: bool = False) -> float:
     """A finite float; ``positive`` also demands ``value > 0``."""
+    if type(value) is float and (0.0 if positive else -math.inf) < value < math.inf:
+        return value  # the common case: no conversion, nothing to refuse
     if not is_number(value):
         raise EngineError(field, f"{field} must be a number, got {value!r}")
     value = float(value)
@@ -60,25 +62,24 @@ def finite_floats(
 
     ``where`` locates the list inside the field for the message, e.g. ``"[1]"``.
     """
-    name = f"{field}{where}"
     if type(values) is list and FLOATS_ONLY.issuperset(map(type, values)):
         # The common case (a parsed query, a JSON list of decimals): plain floats already.
         floats = values.copy()
     else:
         if isinstance(values, str | bytes) or not isinstance(values, Sequence):
-            raise EngineError(field, f"{name} must be a list of numbers")
+            raise EngineError(field, f"{field}{where} must be a list of numbers")
         for value in values:
             if not is_number(value):
-                raise EngineError(field, f"{name} must hold numbers only, got {value!r}")
+                raise EngineError(field, f"{field}{where} must hold numbers only, got {value!r}")
         floats = [float(value) for value in values]
     # A sum of finite floats is finite unless it overflows; any inf or NaN makes it inf or NaN.
     if not math.isfinite(sum(floats)) and not all(map(math.isfinite, floats)):
-        raise EngineError(field, f"{name} must hold finite numbers only")
+        raise EngineError(field, f"{field}{where} must hold finite numbers only")
     if not non_negative or not floats:
         return floats
     least = min(floats)
     if least < 0:
-        raise EngineError(field, f"{name} must not be negative, got {least!r}")
+        raise EngineError(field, f"{field}{where} must not be negative, got {least!r}")
     if least >= SMALLEST_COUNT:
         return floats
     tiny = [i for i, x in enumerate(floats) if 0 < x < SMALLEST_COUNT]
@@ -86,7 +87,7 @@ def finite_floats(
         index = tiny[0]
         raise EngineError(
             field,
-            f"{name}[{index}] = {floats[index]!r} is positive but below"
+            f"{field}{where}[{index}] = {floats[index]!r} is positive but below"
             f" {SMALLEST_COUNT!r}, the smallest normal float: 1/N would overflow. Use 0 for"
             f" no items, or a value of at least {SMALLEST_COUNT!r}",
         )

@@ -1,5 +1,6 @@
 """One optimizer update's gradient from per-rank counts and means: global item mean vs rank mean."""
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -94,47 +95,74 @@ def from_means(
         raise EngineError("counts", "no valid items in this update")
     # Plain floats, not NumPy: P is at most MAX_RANKS (64), and each operation below is the
     # same IEEE operation NumPy would apply elementwise, at a fraction of its per-call cost.
-    mean = [0.0 if x == 0 else y for x, y in zip(n, given, strict=True)]
-    warnings = tuple(
-        empty_warning(f"rank {r}", "the plain rank mean", f"P = {ranks}", given[r])
-        for r, x in enumerate(n)
-        if x == 0
-    )
+    if 0.0 in n:
+        mean = [0.0 if x == 0 else y for x, y in zip(n, given, strict=True)]
+        warnings = tuple(
+            empty_warning(f"rank {r}", "the plain rank mean", f"P = {ranks}", given[r])
+            for r, x in enumerate(n)
+            if x == 0
+        )
+    else:
+        mean, warnings = given, ()
 
     # Both means, both steps and their difference from the inputs' exact values, rounded once:
     # when the two schemes are the same computation their difference is exactly 0.
     exact = rank_means(n, mean)
-    counted, plain = exact.counted, exact.plain
+    (counted_top, counted_den), (plain_top, plain_den) = exact.counted, exact.plain
     (w_top, w_den), (eta_top, eta_den) = w.as_integer_ratio(), eta.as_integer_ratio()
-    global_gradient = ratio_float(counted)
-    rank_mean_gradient = ratio_float(plain)
-    total = ratio_float(exact.total)
     # w - η·a/b = (w_top·η_den·b - η_top·a·w_den) / (w_den·η_den·b)
-    w_new, w_new_rank_mean = (
-        ratio_float((w_top * eta_den * b - eta_top * a * w_den, w_den * eta_den * b))
-        for a, b in (counted, plain)
+    w_eta_top, eta_w_den, w_eta_den = w_top * eta_den, eta_top * w_den, w_den * eta_den
+    ratios = (
+        exact.counted,
+        exact.plain,
+        exact.total,
+        (w_eta_top * counted_den - eta_w_den * counted_top, w_eta_den * counted_den),
+        (w_eta_top * plain_den - eta_w_den * plain_top, w_eta_den * plain_den),
+        (-eta_top * exact.difference[0], eta_den * exact.difference[1]),
     )
-    w_new_difference = ratio_float((-eta_top * exact.difference[0], eta_den * exact.difference[1]))
+    try:  # int / int rounds once
+        values = [top / bottom for top, bottom in ratios]
+    except OverflowError:  # one leaves the float range: ±inf there, refused below
+        values = [ratio_float(ratio) for ratio in ratios]
+    global_gradient, rank_mean_gradient, total, w_new, w_new_rank_mean, w_new_difference = values
     scale = [ranks * x / total for x in n]
     compensated = [f * y for f, y in zip(scale, mean, strict=True)]
     global_weight = 1.0 / total
-    influence_global = [0.0 if x == 0 else global_weight for x in n]
-    influence_rank_mean = [0.0 if x == 0 else 1.0 / (ranks * x) for x in n]
-    finite_results(
-        "means",
-        global_gradient=global_gradient,
-        compensated_means=compensated,
-        w_new=w_new,
-        w_new_rank_mean=w_new_rank_mean,
-        w_new_difference=w_new_difference,
-    )
-    finite_results(
-        "counts",
-        N=total,
-        scale_factors=scale,
-        influence_global=influence_global,
-        influence_rank_mean=influence_rank_mean,
-    )
+    if warnings:
+        influence_global = [0.0 if x == 0 else global_weight for x in n]
+        influence_rank_mean = [0.0 if x == 0 else 1.0 / (ranks * x) for x in n]
+    else:
+        influence_global = [global_weight] * ranks
+        influence_rank_mean = [1.0 / (ranks * x) for x in n]
+    # One sum tells that every result is finite (an inf or NaN anywhere makes it inf or NaN);
+    # only when it is not (maybe a sum of large finite results overflowing) are they checked
+    # one by one, naming the field to blame.
+    if not math.isfinite(
+        global_gradient
+        + w_new
+        + w_new_rank_mean
+        + w_new_difference
+        + total
+        + global_weight
+        + sum(compensated)
+        + sum(scale)
+        + sum(influence_rank_mean)
+    ):
+        finite_results(
+            "means",
+            global_gradient=global_gradient,
+            compensated_means=compensated,
+            w_new=w_new,
+            w_new_rank_mean=w_new_rank_mean,
+            w_new_difference=w_new_difference,
+        )
+        finite_results(
+            "counts",
+            N=total,
+            scale_factors=scale,
+            influence_global=influence_global,
+            influence_rank_mean=influence_rank_mean,
+        )
     return GradientResult(
         P=ranks,
         N=total,

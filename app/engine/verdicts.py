@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
+from typing import Literal, NamedTuple
 
 # Why the two weightings agree (the first that holds, in this order) or why they differ.
 Reason = Literal[
@@ -151,9 +151,9 @@ def decide(exact: Exact) -> Agreement:
 Ratio = tuple[int, int]
 
 
-@dataclass(frozen=True, slots=True)
-class RankMeans:
-    """Both means of per-rank means, exactly, as unreduced ratios (denominators > 0)."""
+class RankMeans(NamedTuple):
+    """Both means of per-rank means, exactly, as unreduced ratios (denominators > 0); a named
+    tuple, built on every lab request at a fraction of a frozen dataclass's cost."""
 
     total: Ratio  # N = Σ nᵣ
     counted: Ratio  # g = Σ nᵣ ḡᵣ / N
@@ -177,23 +177,30 @@ def rank_means(counts: Sequence[float], means: Sequence[float]) -> RankMeans:
     ``counts`` are non-negative floats with a positive sum; ``means`` are 0 where the count is 0.
     """
     ranks = len(counts)
-    # One pass for the denominators (powers of two: the largest is a multiple of each) ...
+    # One pass: Σ nᵣ = n_top / n_den, Σ ḡᵣ = m_top / m_den and Σ nᵣ ḡᵣ = p_top / (n_den · m_den)
+    # over the largest denominators so far (powers of two: the larger is a multiple of the
+    # smaller, so the sums so far scale up exactly when a larger one comes).
+    n_top = m_top = p_top = 0
     n_den = m_den = 1
-    ratios = []
     for x, y in zip(counts, means, strict=True):
         a, d = x.as_integer_ratio()
         b, e = y.as_integer_ratio()
-        if d > n_den:
-            n_den = d
-        if e > m_den:
-            m_den = e
-        ratios.append((a, d, b, e))
-    # ... one for the sums: Σ nᵣ = n_top / n_den, Σ ḡᵣ = m_top / m_den,
-    # Σ nᵣ ḡᵣ = p_top / (n_den · m_den).
-    n_top = m_top = p_top = 0
-    for a, d, b, e in ratios:
-        a *= n_den // d
-        b *= m_den // e
+        if d != n_den:
+            if d > n_den:
+                k = d // n_den
+                n_top *= k
+                p_top *= k
+                n_den = d
+            else:
+                a *= n_den // d
+        if e != m_den:
+            if e > m_den:
+                k = e // m_den
+                m_top *= k
+                p_top *= k
+                m_den = e
+            else:
+                b *= m_den // e
         n_top += a
         m_top += b
         p_top += a * b
@@ -201,14 +208,14 @@ def rank_means(counts: Sequence[float], means: Sequence[float]) -> RankMeans:
     counted = (p_top, m_den * n_top)
     plain = (m_top, ranks * m_den)
     difference = (m_top * counted[1] - counted[0] * plain[1], plain[1] * counted[1])
-    empty = tuple(i for i, x in enumerate(counts) if x == 0)
+    empty = tuple(i for i, x in enumerate(counts) if x == 0) if 0.0 in counts else ()
     reason: Reason
     if ranks == 1:
         reason = "one entry"
     elif len(set(counts)) == 1:
         reason = "proportional counts"
     else:
-        occupied = {m for x, m in zip(counts, means, strict=True) if x}
+        occupied = {m for x, m in zip(counts, means, strict=True) if x} if empty else set(means)
         if not empty and len(occupied) == 1:
             reason = "equal means"
         elif empty and not any(occupied):

@@ -23,6 +23,8 @@ LOW, HIGH = 1, 8
 
 def read(query: Mapping[str, str]) -> tuple[str, int | None, FieldError | None]:
     """The microbatches-per-rank field as typed, its value, or the error at the field."""
+    if PARAM not in query:
+        return str(DEFAULT), DEFAULT, None  # every means-form request
     getlist = getattr(query, "getlist", None)
     values = [str(v) for v in getlist(PARAM)] if getlist is not None else []
     if getlist is None and PARAM in query:

@@ -50,13 +50,22 @@ class LabForm:
     """The lab's inputs exactly as received, so the form shows what the student typed."""
 
     mode: Mode
-    ranks: tuple[RankInput, ...]
+    # Per rank, as typed: its count (means form) or targets (items form) ...
+    firsts: tuple[str, ...]
+    # ... and its mean or weights.
+    seconds: tuple[str, ...]
     eta: str
     w: str
     steps: str
     # How many ranks' weights the query gave (0: none). A blank one means all 1; a missing one
     # goes to the model as missing, which names the mismatch.
     weight_ranks: int = 0
+
+    @property
+    def ranks(self) -> tuple[RankInput, ...]:
+        """Each rank's inputs, for the form's fields (built when a template shows them: a
+        drag's answer, the results pane, does not)."""
+        return tuple(map(RankInput, self.firsts, self.seconds))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +93,8 @@ class ParsedRing:
     errors: tuple[FieldError, ...]
 
 
-LESSON_MEANS = LabForm("means", (RankInput("2", "1"), RankInput("6", "3")), "0.1", "10", "")
-LESSON_ITEMS = LabForm(
-    "items", (RankInput("9,9", ""), RankInput("7,7,7,7,7,7", "")), "0.1", "10", str(DEFAULT_STEPS)
-)
+LESSON_MEANS = LabForm("means", ("2", "6"), ("1", "3"), "0.1", "10", "")
+LESSON_ITEMS = LabForm("items", ("9,9", "7,7,7,7,7,7"), ("", ""), "0.1", "10", str(DEFAULT_STEPS))
 RING_DEFAULT = RingForm(payload_mb="100", ranks="8", alpha_us="10", bandwidth_gbps="10")
 RING_PARAMS = ("ring_mb", "ring_p", "ring_us", "ring_gbps")
 RING_DEFAULT_STATE = RingRequest.model_validate(
@@ -102,6 +109,25 @@ def _values(query: Mapping[str, str], name: str) -> list[str]:
     return [query[name]] if name in query else []
 
 
+Params = dict[str, list[str]]
+
+
+def _params(query: Mapping[str, str]) -> Params:
+    """Every parameter's values in order (what ``_values`` gives per name), in one pass."""
+    multi_items = getattr(query, "multi_items", None)
+    if multi_items is None:
+        return {name: _values(query, name) for name in query}
+    params: Params = {}
+    for name, value in multi_items():
+        text = value if type(value) is str else str(value)
+        values = params.get(name)
+        if values is None:
+            params[name] = [text]
+        else:
+            values.append(text)
+    return params
+
+
 def _split(values: Sequence[str], sep: str) -> list[str]:
     """One entry per rank: a single value holds every rank separated by ``sep``."""
     if len(values) == 1:
@@ -114,8 +140,17 @@ def _first(query: Mapping[str, str], name: str, default: str) -> str:
     return values[-1].strip() if values else default
 
 
+def _last(params: Params, name: str, default: str) -> str:
+    values = params.get(name)
+    return values[-1].strip() if values else default
+
+
 def format_number(value: float) -> str:
     """Shortest text that reads back as the same float; integers without a decimal point."""
+    if type(value) is float:
+        if value.is_integer() and -1e15 < value < 1e15:
+            return str(int(value))
+        return repr(value)
     if value == int(value) and abs(value) < 1e15:
         return str(int(value))
     return repr(value)
@@ -130,6 +165,14 @@ def _number(text: str) -> float | str:
         return float(text)
     except ValueError:
         return text
+
+
+def _numbers(texts: Sequence[str]) -> list[float | str]:
+    """``_number`` of each text, in one ``map`` while every text is a number (as it mostly is)."""
+    try:
+        return list(map(float, texts))
+    except ValueError:
+        return [_number(text) for text in texts]
 
 
 def _whole(text: str) -> int | str:
@@ -154,17 +197,17 @@ def lab_input(form: LabForm) -> dict[str, Any]:
     common = {"eta": _number(form.eta), "w": _number(form.w)}
     if form.mode == "means":
         return {
-            "counts": [_number(rank.first) for rank in form.ranks],
-            "means": [_number(rank.second) for rank in form.ranks],
+            "counts": _numbers(form.firsts),
+            "means": _numbers(form.seconds),
             **common,
         }
-    targets = [_number_list(rank.first) for rank in form.ranks]
+    targets = [_number_list(text) for text in form.firsts]
     weights = None
-    if form.weight_ranks or any(rank.second != "" for rank in form.ranks):
+    if form.weight_ranks or any(text != "" for text in form.seconds):
         # A blank rank in ``weights`` means every item of that rank weighs 1.
         weights = [
-            _number_list(rank.second) if rank.second != "" else [1.0] * len(ys)
-            for rank, ys in zip(form.ranks, targets, strict=True)
+            _number_list(text) if text != "" else [1.0] * len(ys)
+            for text, ys in zip(form.seconds, targets, strict=True)
         ][: form.weight_ranks or None]
     return {"targets": targets, "weights": weights, "steps": _whole(form.steps), **common}
 
@@ -189,8 +232,12 @@ def _item_count(text: str) -> int:
 def oversized_query(query: Mapping[str, str]) -> FieldError | None:
     """More ranks or items than the model takes, counted on the raw text before anything is
     split, so a huge URL or form costs a count of separators and renders no input."""
+    return _oversized(_params(query))
+
+
+def _oversized(params: Params) -> FieldError | None:
     for name, separator in RANK_SEPARATORS.items():
-        values = _values(query, name)
+        values = params.get(name)
         if not values:
             continue
         ranks = len(values) if len(values) > 1 else values[0].count(separator) + 1
@@ -215,61 +262,59 @@ def read_lab_form(query: Mapping[str, str]) -> tuple[LabForm, list[FieldError], 
     A state with more ranks or items than the model takes reads as the lesson's example with
     the error: what was sent is neither split nor shown.
     """
-    too_large = oversized_query(query)
+    params = _params(query)
+    too_large = _oversized(params)
     if too_large is not None:
         base = LESSON_ITEMS if too_large.param in ("targets", "weights") else LESSON_MEANS
         return base, [too_large], False
-    mode: Mode = "items" if "targets" in query else "means"
-    has_state = any(name in query for name in ("counts", "means", "targets", "weights"))
+    mode: Mode = "items" if "targets" in params else "means"
     base = LESSON_ITEMS if mode == "items" else LESSON_MEANS
     steps = base.steps
     weight_ranks = 0
     if mode == "items":
-        targets = _split(_values(query, "targets"), ";")
-        weights = _split(_values(query, "weights"), ";") if "weights" in query else []
-        weight_ranks = len(weights)
-        # Extra weight lists get a rank of no targets, so the model names the mismatch.
-        width = max(len(targets), len(weights))
-        ranks = tuple(
-            RankInput(
-                targets[i] if i < len(targets) else "", weights[i] if i < len(weights) else ""
-            )
-            for i in range(width)
-        )
-        steps = _first(query, "steps", base.steps)
-    elif has_state:
-        counts = _split(_values(query, "counts"), ",") if "counts" in query else []
-        means = _split(_values(query, "means"), ",") if "means" in query else []
-        width = max(len(counts), len(means))
-        ranks = tuple(
-            RankInput(counts[i] if i < len(counts) else "", means[i] if i < len(means) else "")
-            for i in range(width)
-        )
+        firsts = _split(params["targets"], ";")
+        seconds = _split(params["weights"], ";") if "weights" in params else []
+        weight_ranks = len(seconds)
+        steps = _last(params, "steps", base.steps)
+    elif "counts" in params or "means" in params or "weights" in params:
+        firsts = _split(params["counts"], ",") if "counts" in params else []
+        seconds = _split(params["means"], ",") if "means" in params else []
     else:
-        ranks = base.ranks
+        firsts, seconds = list(base.firsts), list(base.seconds)
+    # One entry per rank in both, a missing one blank (extra weight lists get a rank of no
+    # targets, so the model names the mismatch).
+    width = max(len(firsts), len(seconds))
+    firsts += [""] * (width - len(firsts))
+    seconds += [""] * (width - len(seconds))
     form = LabForm(
-        mode=mode,
-        ranks=ranks,
-        eta=_first(query, "eta", base.eta),
-        w=_first(query, "w", base.w),
-        steps=steps if mode == "items" else "",
-        weight_ranks=weight_ranks if mode == "items" else 0,
+        mode,
+        tuple(firsts),
+        tuple(seconds),
+        _last(params, "eta", base.eta),
+        _last(params, "w", base.w),
+        steps if mode == "items" else "",
+        weight_ranks if mode == "items" else 0,
     )
-    if "P" not in query:
+    if "P" not in params:
         return form, [], False
-    raw = _first(query, "P", "")
+    raw = _last(params, "P", "")
     p = _whole(raw)
     if not isinstance(p, int) or not 1 <= p <= MAX_RANKS:
         message = f"{label('P')}: must be a whole number from 1 to {MAX_RANKS}, not {raw[:40]!r}"
         return form, [FieldError("P", input_id("P"), message)], False
-    if p == len(form.ranks):
+    if p == width:
         return form, [], False
-    if mode == "items":
-        new_rank = RankInput(NEW_RANK_TARGETS, "")
-    else:
-        new_rank = RankInput(NEW_RANK_COUNT, NEW_RANK_MEAN)
-    ranks = form.ranks[:p] + (new_rank,) * max(0, p - len(form.ranks))
-    return replace(form, ranks=ranks, weight_ranks=p if form.weight_ranks else 0), [], True
+    new_first, new_second = (
+        (NEW_RANK_TARGETS, "") if mode == "items" else (NEW_RANK_COUNT, NEW_RANK_MEAN)
+    )
+    added = max(0, p - width)
+    resized = replace(
+        form,
+        firsts=form.firsts[:p] + (new_first,) * added,
+        seconds=form.seconds[:p] + (new_second,) * added,
+        weight_ranks=p if form.weight_ranks else 0,
+    )
+    return resized, [], True
 
 
 def parse_lab(query: Mapping[str, str]) -> ParsedLab:
@@ -288,7 +333,7 @@ def parse_lab(query: Mapping[str, str]) -> ParsedLab:
 
 
 def _join(values: Sequence[float]) -> str:
-    return ",".join(format_number(v) for v in values)
+    return ",".join(map(format_number, values))
 
 
 def lab_query_pairs(state: GradientRequest) -> list[tuple[str, str]]:
@@ -312,7 +357,7 @@ UNQUOTED = frozenset(ascii_letters + digits + "_.-~,;")
 
 def encode(pairs: Sequence[tuple[str, str]]) -> str:
     """URL-encode, keeping the separators ``,`` and ``;`` readable."""
-    if all(UNQUOTED.issuperset(name) and UNQUOTED.issuperset(value) for name, value in pairs):
+    if UNQUOTED.issuperset("".join([text for pair in pairs for text in pair])):
         # Nothing to quote (a canonical state's numbers): the same text, without urlencode's
         # per-character quoting.
         return "&".join([f"{name}={value}" for name, value in pairs])

@@ -54,14 +54,26 @@ MAX_ECHO_DEPTH = 8
 
 def _json_safe(value: Any, depth: int = 0) -> Any:
     """The raw body with non-finite floats as marker strings and over-deep nesting cut off."""
-    if (
-        type(value) is list
-        and depth < MAX_ECHO_DEPTH
-        and FLOATS_ONLY.issuperset(map(type, value))
-        and math.isfinite(sum(value))
-    ):
-        # A list of finite floats (most lists a query or form gives): nothing to replace. Any
-        # inf or NaN would make the sum inf or NaN.
+    if type(value) is dict and depth + 1 < MAX_ECHO_DEPTH:
+        # A body (what a query or form gives): its scalars and lists of finite floats need no
+        # walk; anything else is walked as below.
+        safe = {}
+        for key, item in value.items():
+            kind = type(item)
+            if kind is float:
+                safe[key] = item if math.isfinite(item) else NON_FINITE_MARKERS[repr(item)]
+            elif (
+                kind is list
+                and FLOATS_ONLY.issuperset(map(type, item))
+                and math.isfinite(sum(item))
+            ):
+                safe[key] = item.copy()  # as ``_finite_floats`` below, without the call
+            elif not isinstance(item, float | list | dict):
+                safe[key] = item
+            else:
+                safe[key] = _json_safe(item, depth + 1)
+        return safe
+    if type(value) is list and depth < MAX_ECHO_DEPTH and _finite_floats(value):
         return value.copy()
     if isinstance(value, float) and not math.isfinite(value):
         return NON_FINITE_MARKERS[repr(value)]
@@ -72,6 +84,12 @@ def _json_safe(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
         return {key: _json_safe(item, depth + 1) for key, item in value.items()}
     return value
+
+
+def _finite_floats(values: list[Any]) -> bool:
+    """A list of plain finite floats (most lists a query or form gives): nothing to replace.
+    Any inf or NaN would make the sum inf or NaN."""
+    return FLOATS_ONLY.issuperset(map(type, values)) and math.isfinite(sum(values))
 
 
 def _refuse_markers(value: Any) -> Any:
@@ -202,6 +220,11 @@ def oversized(value: Any, depth: int) -> str | None:
     return None
 
 
+# How deep each per-rank field's lists nest (0: numbers, 1: ranks of items, 2: ranks of
+# microbatches of items); ``weights`` nests like the form it weighs (2 beside microbatches).
+BOUNDED_DEPTHS = (("counts", 0), ("means", 0), ("targets", 1), ("microbatches", 2), ("weights", 1))
+
+
 def _error(field: str, message: str) -> PydanticCustomError:
     return PydanticCustomError(
         "gradient_request", "{field}: {message}", {"field": field, "message": message}
@@ -283,45 +306,53 @@ class GradientRequest(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _one_form(cls, data: Any) -> Any:
-        """Exactly one form, and only that form's companions (checked on the raw body)."""
+        """Exactly one form, and only that form's companions (checked on the cleaned body)."""
         if not isinstance(data, dict):
             return data
-        given = [name for name in FORM_FIELDS if data.get(name) is not None]
+        get = data.get
+        if (
+            get("counts") is not None
+            and get("means") is not None
+            and get("targets") is None
+            and get("microbatches") is None
+            and get("weights") is None
+            and get("steps") is None
+        ):
+            return data  # the means form with its companions only (every drag of the lab)
+        given = [name for name in FORM_FIELDS if get(name) is not None]
         if len(given) != 1:
             got = ", ".join(given) if given else "none of them"
             raise _error("counts/targets/microbatches", f"give exactly one of them (got {got})")
-        form = FORM_FIELDS[given[0]]
-        if form == "means" and data.get("means") is None:
-            raise _error("means", "required with counts (one mean gradient per rank)")
-        if form != "means" and data.get("means") is not None:
+        if given[0] == "counts":
+            if get("means") is None:
+                raise _error("means", "required with counts (one mean gradient per rank)")
+            if get("weights") is not None:
+                raise _error("weights", "belongs to the targets and microbatches forms only")
+        elif get("means") is not None:
             raise _error("means", "belongs to the counts form only")
-        if form == "means" and data.get("weights") is not None:
-            raise _error("weights", "belongs to the targets and microbatches forms only")
-        if form != "items" and data.get("steps") is not None:
+        if given[0] != "targets" and get("steps") is not None:
             raise _error("steps", "belongs to the targets form only")
         return data
 
     # Defined after _one_form so that it runs first (pydantic runs "before" model validators in
-    # reverse order of definition): every later error then echoes the cleaned body.
+    # reverse order of definition). First the sizes of the raw lists, before anything walks,
+    # copies or validates their entries, so an oversized body costs microseconds (a len() per
+    # rank at most) and is refused naming its field; then the body cleaned for echoes, so every
+    # later error echoes the cleaned body.
     @model_validator(mode="before")
     @classmethod
-    def _clean_echo(cls, data: Any) -> Any:
-        return _json_safe(data)
-
-    # Defined last so that it runs before every other validator: the sizes of the raw lists are
-    # checked before anything walks, copies or validates their entries, so an oversized body
-    # costs microseconds (a len() per rank at most) and is refused naming its field.
-    @model_validator(mode="before")
-    @classmethod
-    def _bounded(cls, data: Any) -> Any:
+    def _bounded_and_clean(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            weights_depth = 2 if data.get("microbatches") is not None else 1
-            depths = {"counts": 0, "means": 0, "targets": 1, "microbatches": 2}
-            for name, depth in (*depths.items(), ("weights", weights_depth)):
-                refused = oversized(data.get(name), depth)
-                if refused is not None:
-                    raise _error(name, refused)
-        return data
+            for name, depth in BOUNDED_DEPTHS:
+                value = data.get(name)
+                # Only a list can be refused; a list of numbers (depth 0) only for its length.
+                if isinstance(value, list) and (depth or len(value) > MAX_RANKS):
+                    if name == "weights" and data.get("microbatches") is not None:
+                        depth = 2
+                    refused = oversized(value, depth)
+                    if refused is not None:
+                        raise _error(name, refused)
+        return _json_safe(data)
 
     @field_validator("means")
     @classmethod
