@@ -322,6 +322,26 @@ def _losses(
     return losses
 
 
+def _run(
+    eta: float, w: float, fixed: tuple[float, float], occupied: int, ranks: int, requested: int
+) -> tuple[tuple[float, float], list[float], list[float], int, bool, list[str]]:
+    """Each scheme as the affine map w ← f + c·(w - f), iterated from ``w``: both contractions
+    c (from the exact rate and the count of occupied ranks), both paths (until ``requested``
+    steps or escape), the points taken, whether a path stopped early, and the warnings."""
+    rate, unit = eta.as_integer_ratio()
+    contractions = (
+        _nearest(unit - rate, unit),
+        _nearest(unit * ranks - rate * occupied, unit * ranks),
+    )
+    warnings = _rate_warnings(eta, contractions, fixed)
+    path_global, path_rank_mean, escaped = _paths(w, fixed, contractions, requested)
+    taken = len(path_global)
+    diverged = taken <= requested
+    if diverged:
+        warnings.append(_stop_warning(escaped, taken, requested))
+    return contractions, path_global, path_rank_mean, taken, diverged, warnings
+
+
 @quiet_overflow
 def trajectory(
     targets: Sequence[Sequence[float]],
@@ -364,23 +384,12 @@ def trajectory(
     # f and c come from the exact values of the per-rank sums, so two schemes that are the same
     # computation (one rank, equal counts, equal rank means) take exactly the same path.
     fixed_global, fixed_rank_mean, occupied = _fixed_points(counts, sums)
-    rate, unit = eta.as_integer_ratio()
-    ranks = len(ys)
-    contraction_global = _nearest(unit - rate, unit)
-    contraction_rank_mean = _nearest(unit * ranks - rate * occupied, unit * ranks)
     if not (math.isfinite(fixed_global) and math.isfinite(fixed_rank_mean)):
         finite_results("targets", fixed_point_global=fixed_global, fixed_point=fixed_rank_mean)
-    warnings = _rate_warnings(
-        eta, (contraction_global, contraction_rank_mean), (fixed_global, fixed_rank_mean)
+    contractions, path_global, path_rank_mean, taken, diverged, warnings = _run(
+        eta, w, (fixed_global, fixed_rank_mean), occupied, len(ys), requested
     )
-
-    path_global, path_rank_mean, escaped = _paths(
-        w, (fixed_global, fixed_rank_mean), (contraction_global, contraction_rank_mean), requested
-    )
-    taken = len(path_global)
-    diverged = taken <= requested
-    if diverged:
-        warnings.append(_stop_warning(escaped, taken, requested))
+    contraction_global, contraction_rank_mean = contractions
 
     losses = _losses(ys, vs, total, [*path_global, *path_rank_mean, fixed_global, fixed_rank_mean])
     loss_global, loss_rank_mean = tuple(losses[:taken]), tuple(losses[taken : 2 * taken])
@@ -480,20 +489,10 @@ def path_ends(
     fixed_global, fixed_rank_mean, occupied = _fixed_points(counts_f, sums)
     if not (math.isfinite(fixed_global) and math.isfinite(fixed_rank_mean)):
         return _ends(targets, counts, eta, w, steps)
-    rate, unit = eta.as_integer_ratio()
-    ranks = len(ys)
-    contraction_global = _nearest(unit - rate, unit)
-    contraction_rank_mean = _nearest(unit * ranks - rate * occupied, unit * ranks)
-    warnings = _rate_warnings(
-        eta, (contraction_global, contraction_rank_mean), (fixed_global, fixed_rank_mean)
+    contractions, path_global, path_rank_mean, taken, diverged, warnings = _run(
+        eta, w, (fixed_global, fixed_rank_mean), occupied, len(ys), requested
     )
-    path_global, path_rank_mean, escaped = _paths(
-        w, (fixed_global, fixed_rank_mean), (contraction_global, contraction_rank_mean), requested
-    )
-    taken = len(path_global)
-    diverged = taken <= requested
-    if diverged:
-        warnings.append(_stop_warning(escaped, taken, requested))
+    contraction_global, contraction_rank_mean = contractions
     # _losses' rows for the two final points, 0.5 · (w - y)², worked out in Python (each the
     # float NumPy's elementwise operations give: ** 2 squares as d · d), then each row's
     # vecdot (the same dot product as there) and / N (a float64's division, as Python's).
