@@ -27,7 +27,7 @@ from urllib.parse import urlencode
 from pydantic import ValidationError
 
 from app.lab.fields import FieldError, input_id, label, validation_errors
-from app.lab.state import MAX_ITEMS, MAX_RANKS, GradientRequest, RingRequest
+from app.lab.state import MAX_ITEMS, MAX_RANKS, GradientRequest, RingRequest, means_state
 
 DEFAULT_STEPS = 30
 NEW_RANK_COUNT = "4"
@@ -262,7 +262,10 @@ def read_lab_form(query: Mapping[str, str]) -> tuple[LabForm, list[FieldError], 
     A state with more ranks or items than the model takes reads as the lesson's example with
     the error: what was sent is neither split nor shown.
     """
-    params = _params(query)
+    return _read_lab_form(_params(query))
+
+
+def _read_lab_form(params: Params) -> tuple[LabForm, list[FieldError], bool]:
     too_large = _oversized(params)
     if too_large is not None:
         base = LESSON_ITEMS if too_large.param in ("targets", "weights") else LESSON_MEANS
@@ -319,7 +322,50 @@ def read_lab_form(query: Mapping[str, str]) -> tuple[LabForm, list[FieldError], 
 
 def parse_lab(query: Mapping[str, str]) -> ParsedLab:
     """Read the lab part of a query string (or a form) and validate it with the state model."""
-    form, p_errors, resized = read_lab_form(query)
+    params = _params(query)
+    return _quick_means(params) or _parse_lab(params)
+
+
+def _quick_means(params: Params) -> ParsedLab | None:
+    """``_parse_lab(params)`` for the common well-formed means form (every drag of the lab): one
+    ``counts`` and one ``means`` value of as many numbers, at most MAX_RANKS, that keep every
+    rule of the model (``means_state``); None for anything else, which ``_parse_lab`` reads."""
+    counts = params.get("counts")
+    means = params.get("means")
+    if (
+        counts is None
+        or means is None
+        or len(counts) != 1
+        or len(means) != 1
+        or "targets" in params
+        or "weights" in params
+        or "P" in params
+    ):
+        return None
+    counts_text, means_text = counts[0], means[0]
+    if counts_text.count(",") >= MAX_RANKS:
+        return None  # oversized: ``_parse_lab`` says so
+    firsts = [part.strip() for part in counts_text.split(",")]
+    seconds = [part.strip() for part in means_text.split(",")]
+    if len(firsts) != len(seconds):
+        return None
+    eta_values, w_values = params.get("eta"), params.get("w")
+    eta = eta_values[-1].strip() if eta_values else LESSON_MEANS.eta
+    w = w_values[-1].strip() if w_values else LESSON_MEANS.w
+    try:
+        state = means_state(
+            list(map(float, firsts)), list(map(float, seconds)), float(eta), float(w)
+        )
+    except ValueError:
+        return None
+    if state is None:
+        return None
+    return ParsedLab(LabForm("means", tuple(firsts), tuple(seconds), eta, w, ""), state, ())
+
+
+def _parse_lab(params: Params) -> ParsedLab:
+    """``parse_lab`` of any query: the form as typed, validated with the state model."""
+    form, p_errors, resized = _read_lab_form(params)
     try:
         state = GradientRequest.model_validate(lab_input(form))
     except ValidationError as exc:

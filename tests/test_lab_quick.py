@@ -1,0 +1,196 @@
+"""The quick reading of the means form (every drag of the lab) is the model's reading, exactly:
+the same form, the same validated instance and the same errors as ``model_validate``."""
+
+from typing import Any
+from urllib.parse import quote
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+from starlette.datastructures import QueryParams
+
+from app.lab.query import ParsedLab, _params, _parse_lab, _quick_means, parse_lab
+from app.lab.state import MAX_RANKS, GradientRequest, means_state
+
+# Texts a number field may hold: numbers, limits and just past them, non-finite, not numbers.
+TEXTS = [
+    "0",
+    "-0",
+    "1",
+    "2.5",
+    " 3 ",
+    "-7.25",
+    "0.1",
+    "1e12",
+    "1000000000000.0001",
+    "-1e12",
+    "-1000000000000.0001",
+    "1e-300",
+    "5e-324",
+    "1e308",
+    "-1e308",
+    "1e6",
+    "1000000.0001",
+    "nan",
+    "inf",
+    "-inf",
+    "NaN",
+    "Infinity",
+    "",
+    "abc",
+    "1_0",
+    "0x1",
+    "1e3",
+    "+4",
+    "\u0661",
+    "1,5",
+]
+NUMBERS = [
+    0.0,
+    -0.0,
+    1.0,
+    2.5,
+    -7.25,
+    0.1,
+    1e12,
+    1e12 + 1,
+    -1e12,
+    -1e12 - 1,
+    1e-300,
+    5e-324,
+    1e308,
+    -1e308,
+    1e6,
+    1e6 + 1e-9,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+]
+
+
+def same_state(a: GradientRequest | None, b: GradientRequest | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (
+        type(a) is type(b)
+        and list(a.__dict__.items()) == list(b.__dict__.items())
+        and all(
+            type(x) is type(y)
+            for x, y in zip(a.__dict__.values(), b.__dict__.values(), strict=True)
+        )
+        and a.model_fields_set == b.model_fields_set
+        and a.__pydantic_extra__ == b.__pydantic_extra__
+        and a.__pydantic_private__ == b.__pydantic_private__
+        and a.model_dump_json() == b.model_dump_json()
+        and a.model_dump(exclude_unset=True) == b.model_dump(exclude_unset=True)
+    )
+
+
+def same_parse(a: ParsedLab, b: ParsedLab) -> bool:
+    return (
+        a.form == b.form
+        and a.errors == b.errors
+        and a.resized == b.resized
+        and same_state(a.state, b.state)
+    )
+
+
+def validated(body: dict[str, Any]) -> GradientRequest | None:
+    try:
+        return GradientRequest.model_validate(body)
+    except ValidationError:
+        return None
+
+
+numbers = st.one_of(st.sampled_from(NUMBERS), st.floats(-2e12, 2e12), st.floats())
+
+
+@given(
+    st.lists(numbers, min_size=0, max_size=MAX_RANKS + 2),
+    st.lists(numbers, min_size=0, max_size=MAX_RANKS + 2),
+    numbers,
+    numbers,
+)
+@settings(max_examples=400)
+def test_means_state_is_model_validate(
+    counts: list[float], means: list[float], eta: float, w: float
+) -> None:
+    body = {"counts": counts, "means": means, "eta": eta, "w": w}
+    quick = means_state(list(counts), list(means), eta, w)
+    reference = validated(body)
+    if quick is not None:
+        assert same_state(quick, reference)
+
+
+def test_means_state_takes_the_common_states() -> None:
+    for counts, means in (([2.0, 6.0], [1.0, 3.0]), ([0.0, 64.0, 1e12], [-1e12, 0.0, 1e12])):
+        quick = means_state(counts.copy(), means.copy(), 0.1, 10.0)
+        assert quick is not None
+        assert same_state(
+            quick, validated({"counts": counts, "means": means, "eta": 0.1, "w": 10.0})
+        )
+    assert means_state([1.0], [1.0], 0.1, 10) is None  # an int: the model decides
+
+
+texts = st.one_of(st.sampled_from(TEXTS), st.floats().map(repr), st.text(max_size=6))
+
+
+def _query(pairs: list[tuple[str, str]]) -> str:
+    return "&".join(f"{quote(name)}={quote(value, safe=',;')}" for name, value in pairs)
+
+
+@st.composite
+def queries(draw: st.DrawFn) -> str:
+    ranks = draw(st.integers(0, MAX_RANKS + 2))
+    counts = draw(st.lists(texts, min_size=ranks, max_size=ranks))
+    other = draw(st.sampled_from([ranks, ranks, ranks, ranks + 1, max(ranks - 1, 0)]))
+    means = draw(st.lists(texts, min_size=other, max_size=other))
+    pairs = [("counts", ",".join(counts)), ("means", ",".join(means))]
+    for name in ("eta", "w"):
+        for _ in range(draw(st.integers(0, 2))):
+            pairs.append((name, draw(texts)))
+    extra = draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    ("counts", "3"),
+                    ("means", "1"),
+                    ("P", "3"),
+                    ("P", "x"),
+                    ("steps", "5"),
+                    ("weights", "1"),
+                    ("targets", "9,9"),
+                    ("ring_p", "4"),
+                    ("present", "1"),
+                ]
+            ),
+            max_size=2,
+        )
+    )
+    pairs += extra
+    order = draw(st.permutations(pairs))
+    return _query(list(order))
+
+
+@given(queries())
+@settings(max_examples=600)
+def test_parse_lab_is_the_model_reading(query: str) -> None:
+    params = _params(QueryParams(query))
+    assert same_parse(parse_lab(QueryParams(query)), _parse_lab(params))
+
+
+@given(
+    st.lists(st.floats(0, 64).map(lambda x: f"{x:.1f}"), min_size=1, max_size=8),
+    st.data(),
+)
+def test_the_drags_states_read_quickly(counts: list[str], data: st.DataObject) -> None:
+    means = data.draw(
+        st.lists(
+            st.floats(-10, 10).map(lambda x: f"{x:.1f}"), min_size=len(counts), max_size=len(counts)
+        )
+    )
+    query = f"counts={','.join(counts)}&means={','.join(means)}&eta=0.5&w=3"
+    params = _params(QueryParams(query))
+    quick = _quick_means(params)
+    assert quick is not None
+    assert same_parse(quick, _parse_lab(params))
