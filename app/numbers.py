@@ -248,12 +248,21 @@ class Digits:
         return _decimal(sign, str(mantissa), exponent, digits)[0]
 
 
-def distinct_pair(a: Fraction, b: Fraction) -> tuple[str, str] | None:
+def expanded(value: Fraction) -> Digits:
+    """``Digits`` of a nonzero Fraction."""
+    return Digits(value.numerator, value.denominator)
+
+
+def distinct_pair(
+    a: Fraction, b: Fraction, x: Digits | None = None, y: Digits | None = None
+) -> tuple[str, str] | None:
     """``fmt_distinct((a, b), most=m)`` for any m ≥ ``MAX_DIGITS`` when a = b or some digit count
-    up to ``MAX_DIGITS`` prints them apart (else None): each value expanded once."""
+    up to ``MAX_DIGITS`` prints them apart (else None): each value expanded once (``x`` and
+    ``y``, the expansions of a and b, when the caller has them)."""
     if a == b or not a or not b or (a < 0) != (b < 0):
         return fmt(a), fmt(b)  # equal, or "0" or a sign tells them apart at 6 digits
-    x, y = Digits(a.numerator, a.denominator), Digits(b.numerator, b.denominator)
+    if x is None or y is None:
+        x, y = expanded(a), expanded(b)
     for digits in range(DIGITS, MAX_DIGITS + 1):
         if x.rounded(digits) != y.rounded(digits):
             return x.text(digits), y.text(digits)
@@ -272,7 +281,9 @@ def _place(mantissa: int, exponent: int, digits: int) -> int:
     return place
 
 
-def difference_line(a: Fraction, b: Fraction) -> tuple[int, str, str, str] | None:
+def difference_line(
+    a: Fraction, b: Fraction, x: Digits | None = None, y: Digits | None = None
+) -> tuple[int, str, str, str] | None:
     """``written(minus(Value(a), Value(b)), a - b, most=m)`` wherever its passes up to
     ``MAX_DIGITS`` digits hold: ``(digits, a, b, a - b)`` as printed (the operands with
     ``digits`` digits, the result with as many or, under cancellation, fewer). None where no
@@ -281,12 +292,14 @@ def difference_line(a: Fraction, b: Fraction) -> tuple[int, str, str, str] | Non
     ``written``'s checks in its order, on rounded mantissas, each value expanded once: (1) a
     and b print apart; (2) the result prints like an operand only when it equals it; (3) the
     printed a − b lies strictly within half a unit of the printed result's last digit, or
-    equals it."""
+    equals it. ``x`` and ``y``: the expansions of a and b, when the caller has them."""
     (an, ad), (bn, bd) = (a.numerator, a.denominator), (b.numerator, b.denominator)
     rn, rd = an * bd - bn * ad, ad * bd  # r = a - b, unreduced: no gcd
     if not an or not bn or not rn:
         return None
-    x, y, z = Digits(an, ad), Digits(bn, bd), Digits(rn, rd)
+    if x is None or y is None:
+        x, y = Digits(an, ad), Digits(bn, bd)
+    z = Digits(rn, rd)
     sx, sy, sz = x.negative, y.negative, z.negative
     for fewer in (False, True):
         for digits in range(DIGITS, MAX_DIGITS + 1):

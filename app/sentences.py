@@ -5,7 +5,7 @@ Entries are ranks, or microbatches when gradient accumulation is compared.
 """
 
 from app.engine.verdicts import Agreement, Reason
-from app.numbers import Value, difference_line, fmt, minus, written
+from app.numbers import Digits, Value, difference_line, fmt, minus, written
 
 _RANKS: dict[Reason, str] = {
     "one entry": "there is one rank, so the mean of the rank means is that rank's mean,"
@@ -47,24 +47,30 @@ def reason(agreement: Agreement, *, microbatches: bool = False) -> str:
 MOST_DIGITS = 60
 
 
-def lab_verdict(agreement: Agreement) -> str:
+def lab_verdict(
+    agreement: Agreement, plain_digits: Digits | None = None, counted_digits: Digits | None = None
+) -> str:
     """The lab's verdict: that the plain rank mean equals g and why, or by how much it differs.
 
     The two means print from their exact values, with the fewest digits that show them apart
-    and make "x instead of y (d lower)" hold as printed.
+    and make "x instead of y (d lower)" hold as printed. ``plain_digits`` and
+    ``counted_digits``: the two means' expansions, when the caller has them.
     """
     if agreement.agree:
         return f"Both schemes agree here: {reason(agreement)}."
     # "x instead of y (d lower)" is arithmetic too: y - x = d must hold as printed.
     plain, counted = agreement.plain, agreement.counted
-    high, low = (plain, counted) if plain > counted else (counted, plain)
-    side = "higher" if plain > counted else "lower"
-    quick = difference_line(high, low)  # the line below, where it holds within 17 digits
+    higher = plain > counted
+    high, low = (plain, counted) if higher else (counted, plain)
+    side = "higher" if higher else "lower"
+    # The line below, where it holds within 17 digits.
+    if higher:
+        quick = difference_line(high, low, plain_digits, counted_digits)
+    else:
+        quick = difference_line(high, low, counted_digits, plain_digits)
     if quick is not None:
         _, shown_high, shown_low, difference = quick
-        shown_plain, shown_counted = (
-            (shown_high, shown_low) if plain > counted else (shown_low, shown_high)
-        )
+        shown_plain, shown_counted = (shown_high, shown_low) if higher else (shown_low, shown_high)
         return (
             f"The plain rank mean gives {shown_plain} instead of"
             f" {shown_counted} ({difference} {side}): {reason(agreement)}."

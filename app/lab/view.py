@@ -19,6 +19,7 @@ from app.lab.worked import (
     Lines,
     PathWords,
     column,
+    expansions,
     figures,
     lines,
     path_words,
@@ -247,7 +248,8 @@ def lab_view(
     result: GradientResult, state: GradientRequest, path: Trajectory | PathEnds | None = None
 ) -> LabView:
     """The results pane's view of one engine result (and, in the items form, a trajectory)."""
-    shown = figures(result)
+    g_digits, rank_mean_digits = expansions(result)
+    shown = figures(result, g_digits, rank_mean_digits)
     return LabView(
         mode=_mode(state),
         N=shown.N,
@@ -257,7 +259,7 @@ def lab_view(
         w_new_rank_mean=shown.w_new_rank_mean,
         w_new_difference=shown.w_new_difference,
         agree=result.agreement.agree,
-        verdict=verdict(result),
+        verdict=verdict(result, g_digits, rank_mean_digits),
         warnings=tuple(minus_signs(text) for text in result.warnings),
         trajectory=trajectory_view(path) if path is not None else None,
         number_line=number_line(result, fmt),

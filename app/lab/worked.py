@@ -30,6 +30,7 @@ from app.numbers import (
     distinct_digits,
     distinct_pair,
     exact_sum,
+    expanded,
     fmt,
     fmt_distinct,
     holds_ratio,
@@ -60,12 +61,15 @@ class Figures:
     w_new_difference: str
 
 
-def figures(result: GradientResult) -> Figures:
+def figures(
+    result: GradientResult, g_digits: Digits | None = None, rank_mean_digits: Digits | None = None
+) -> Figures:
     """The means from their exact values (never alike unless equal, never 0 unless 0); the
     steps as the floats the engine returns, told apart where they differ, and never a "0"
-    where the exact step is not 0."""
+    where the exact step is not 0. ``g_digits`` and ``rank_mean_digits``: the two means'
+    expansions, when the caller has them."""
     g, rank_mean = result.agreement.counted, result.agreement.plain
-    shown = distinct_pair(g, rank_mean)
+    shown = distinct_pair(g, rank_mean, g_digits, rank_mean_digits)
     shown_g, shown_rank_mean = (
         fmt_distinct((g, rank_mean), most=MOST_DIGITS) if shown is None else shown
     )
@@ -393,8 +397,21 @@ def column(
     return tuple([texts[value] for value in values])
 
 
-def verdict(result: GradientResult) -> str:
-    return lab_verdict(result.agreement)
+def verdict(
+    result: GradientResult, g_digits: Digits | None = None, rank_mean_digits: Digits | None = None
+) -> str:
+    return lab_verdict(result.agreement, rank_mean_digits, g_digits)
+
+
+def expansions(result: GradientResult) -> tuple[Digits | None, Digits | None]:
+    """The expansions of g and the rank mean where ``figures`` and ``verdict`` both need them
+    (the results pane shows both on every drag): when they differ and neither is 0."""
+    agreement = result.agreement
+    g, rank_mean = agreement.counted, agreement.plain
+    if agreement.agree or not g or not rank_mean:
+        # Equal (the schemes agree exactly when the means are equal), or a 0 prints apart.
+        return None, None
+    return expanded(g), expanded(rank_mean)
 
 
 # ---- SGD steps -------------------------------------------------------------------------------
