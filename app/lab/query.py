@@ -19,9 +19,9 @@ nothing is clamped: a value out of range is an error that names its field.
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import astuple, dataclass, replace
+from dataclasses import astuple, dataclass
 from string import ascii_letters, digits
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from urllib.parse import urlencode
 
 from pydantic import ValidationError
@@ -45,9 +45,9 @@ class RankInput:
     second: str
 
 
-@dataclass(frozen=True, slots=True)
-class LabForm:
-    """The lab's inputs exactly as received, so the form shows what the student typed."""
+class LabForm(NamedTuple):
+    """The lab's inputs exactly as received, so the form shows what the student typed (a named
+    tuple, as ``ParsedLab``: built on every drag)."""
 
     mode: Mode
     # Per rank, as typed: its count (means form) or targets (items form) ...
@@ -68,8 +68,7 @@ class LabForm:
         return tuple(map(RankInput, self.firsts, self.seconds))
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedLab:
+class ParsedLab(NamedTuple):
     """The form as typed, the validated state (None when invalid), and every error found."""
 
     form: LabForm
@@ -311,8 +310,7 @@ def _read_lab_form(params: Params) -> tuple[LabForm, list[FieldError], bool]:
         (NEW_RANK_TARGETS, "") if mode == "items" else (NEW_RANK_COUNT, NEW_RANK_MEAN)
     )
     added = max(0, p - width)
-    resized = replace(
-        form,
+    resized = form._replace(
         firsts=form.firsts[:p] + (new_first,) * added,
         seconds=form.seconds[:p] + (new_second,) * added,
         weight_ranks=p if form.weight_ranks else 0,

@@ -167,9 +167,9 @@ class TrajectoryView(NamedTuple):
     warnings: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class LabView:
-    """The results pane, as text: what a drag refreshes on every input event."""
+class LabView(NamedTuple):
+    """The results pane, as text: what a drag refreshes on every input event (a named tuple,
+    like the SGD chart's records: built on every drag)."""
 
     mode: str
     N: str

@@ -49,9 +49,9 @@ from app.sentences import lab_verdict
 MOST_DIGITS = 60
 
 
-@dataclass(frozen=True, slots=True)
-class Figures:
-    """The headline figures: values shown side by side never print alike unless equal."""
+class Figures(NamedTuple):
+    """The headline figures: values shown side by side never print alike unless equal (a
+    named tuple: built on every drag)."""
 
     N: str
     global_gradient: str
