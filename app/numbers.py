@@ -216,8 +216,18 @@ class Digits:
     def __init__(self, top: int, bottom: int) -> None:
         self.negative = top < 0
         p = -top if top < 0 else top
-        # 10**e <= p/q < 10**(e + 1): a guess from the bit lengths, then corrected.
+        # 10**e <= p/q < 10**(e + 1): a guess from the bit lengths. Mostly right: then the head
+        # it gives has KEPT digits, and one divmod is all the work.
         e = math.floor((p.bit_length() - bottom.bit_length()) * LOG10_2)
+        shift = KEPT - 1 - e
+        if shift >= 0:
+            head, rest = divmod(p * _power(shift), bottom)
+        else:
+            head, rest = divmod(p, bottom * _power(-shift))
+        if _POWERS[KEPT - 1] <= head < _POWERS[KEPT]:
+            self.exponent, self.head, self.sticky = e, head, rest != 0
+            return
+        # Else corrected:
         while (p * _power(-e) if e < 0 else p) < (bottom if e < 0 else bottom * _power(e)):
             e -= 1
         while (p * _power(-e - 1) if e + 1 < 0 else p) >= (
@@ -259,10 +269,15 @@ def distinct_pair(
     """``fmt_distinct((a, b), most=m)`` for any m ≥ ``MAX_DIGITS`` when a = b or some digit count
     up to ``MAX_DIGITS`` prints them apart (else None): each value expanded once (``x`` and
     ``y``, the expansions of a and b, when the caller has them)."""
-    if a == b or not a or not b or (a < 0) != (b < 0):
-        return fmt(a), fmt(b)  # equal, or "0" or a sign tells them apart at 6 digits
+    an, bn = a.numerator, b.numerator
+    if not an or not bn:
+        return fmt(a), fmt(b)  # "0" tells them apart at 6 digits, or both are 0
     if x is None or y is None:
         x, y = expanded(a), expanded(b)
+    if (an < 0) != (bn < 0) or (an == bn and a.denominator == b.denominator):
+        # A sign tells them apart at 6 digits, or they are equal (Fractions are reduced):
+        # ``fmt`` of each, from its expansion.
+        return x.text(DIGITS), y.text(DIGITS)
     for digits in range(DIGITS, MAX_DIGITS + 1):
         if x.rounded(digits) != y.rounded(digits):
             return x.text(digits), y.text(digits)
