@@ -60,7 +60,7 @@ def lab_verdict(
         return f"Both schemes agree here: {reason(agreement)}."
     # "x instead of y (d lower)" is arithmetic too: y - x = d must hold as printed.
     plain, counted = agreement.plain, agreement.counted
-    higher = plain > counted
+    higher = plain.numerator * counted.denominator > counted.numerator * plain.denominator
     high, low = (plain, counted) if higher else (counted, plain)
     side = "higher" if higher else "lower"
     # The line below, where it holds within 17 digits.
