@@ -318,19 +318,31 @@ def difference_line(
     sx, sy, sz = x.negative, y.negative, z.negative
     for fewer in (False, True):
         for digits in range(DIGITS, MAX_DIGITS + 1):
+            if not fewer:
+                # The check below on the result alone first (rounding can only raise a and
+                # b's exponents): most digit counts that fail, fail here.
+                mz, ez = z.rounded(digits)
+                kz = ez - digits + 1
+                if mz % 10 and kz <= x.exponent - digits and kz <= y.exponent - digits:
+                    continue
             (mx, ex), (my, ey) = x.rounded(digits), y.rounded(digits)
             if sx == sy and mx == my and ex == ey:
                 continue  # a and b differ (r is not 0) yet print alike
             kx, ky = ex - digits + 1, ey - digits + 1
             for shown in range(digits - 1, 2, -1) if fewer else (digits,):
                 mz, ez = z.rounded(shown)
+                kz = ez - shown + 1
+                if kz < kx and kz < ky and mz % 10:
+                    # The printed a − b is a multiple of 10^(kz + 1); the printed r's last digit
+                    # (at 10^kz) is not 0, so they differ by at least a unit of it, more than
+                    # half a unit: the line does not hold, whatever else is checked below.
+                    continue
                 if sz == sx and _alike(mz, ez, shown, mx, ex, digits):
                     continue  # the result prints like a, which it is not (b is not 0)
                 if sz == sy and _alike(mz, ez, shown, my, ey, digits) and rn * bd != bn * rd:
                     continue
                 # Printed a − b − printed r in units of 10^base, against half a unit of the
                 # printed r's last digit.
-                kz = ez - shown + 1
                 base = min(kx, ky, kz)
                 gap = (
                     (-mx if sx else mx) * _power(kx - base)
