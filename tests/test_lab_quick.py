@@ -9,7 +9,16 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from starlette.datastructures import QueryParams
 
-from app.lab.query import ParsedLab, _params, _parse_lab, _quick_means, parse_lab
+from app.lab.query import (
+    CANONICAL_NUMBERS,
+    ParsedLab,
+    _params,
+    _parse_lab,
+    _quick_means,
+    format_number,
+    lab_query_pairs,
+    parse_lab,
+)
 from app.lab.state import MAX_RANKS, GradientRequest, means_state
 
 # Texts a number field may hold: numbers, limits and just past them, non-finite, not numbers.
@@ -145,7 +154,12 @@ def queries(draw: st.DrawFn) -> str:
     counts = draw(st.lists(texts, min_size=ranks, max_size=ranks))
     other = draw(st.sampled_from([ranks, ranks, ranks, ranks + 1, max(ranks - 1, 0)]))
     means = draw(st.lists(texts, min_size=other, max_size=other))
-    pairs = [("counts", ",".join(counts)), ("means", ",".join(means))]
+    if draw(st.booleans()):
+        pairs = [("counts", ",".join(counts)), ("means", ",".join(means))]
+    else:  # one parameter per rank, as the page's form sends them
+        pairs = [("counts", text) for text in counts] + [("means", text) for text in means]
+    if draw(st.booleans()):
+        pairs.append(("P", draw(st.sampled_from([str(ranks), f" {ranks}", str(other), "x", ""]))))
     for name in ("eta", "w"):
         for _ in range(draw(st.integers(0, 2))):
             pairs.append((name, draw(texts)))
@@ -176,7 +190,28 @@ def queries(draw: st.DrawFn) -> str:
 @settings(max_examples=600)
 def test_parse_lab_is_the_model_reading(query: str) -> None:
     params = _params(QueryParams(query))
-    assert same_parse(parse_lab(QueryParams(query)), _parse_lab(params))
+    parsed = parse_lab(QueryParams(query))
+    assert same_parse(parsed, _parse_lab(params))
+    if parsed.canonical:
+        assert parsed.state is not None
+        assert list(parsed.canonical) == lab_query_pairs(parsed.state)
+
+
+@given(
+    st.one_of(
+        st.from_regex(CANONICAL_NUMBERS, fullmatch=True),
+        st.floats(-1e7, 1e7).map(repr),
+        st.floats(-1e7, 1e7).map(lambda x: format(x, ".6g")),
+        st.integers(-(10**8), 10**8).map(str),
+        st.sampled_from(["0.0001", "0.00001", "-0", "0.0", "1.0", "123456.12345678", "1e-05"]),
+    )
+)
+@settings(max_examples=1500)
+def test_a_canonical_number_is_written_back_as_it_is(text: str) -> None:
+    """A text ``CANONICAL_NUMBERS`` takes is what ``format_number`` writes for its float."""
+    if CANONICAL_NUMBERS.fullmatch(text):
+        numbers = [float(part) for part in text.split(",")]
+        assert ",".join(map(format_number, numbers)) == text
 
 
 @given(
@@ -189,8 +224,16 @@ def test_the_drags_states_read_quickly(counts: list[str], data: st.DataObject) -
             st.floats(-10, 10).map(lambda x: f"{x:.1f}"), min_size=len(counts), max_size=len(counts)
         )
     )
-    query = f"counts={','.join(counts)}&means={','.join(means)}&eta=0.5&w=3"
+    if data.draw(st.booleans()):
+        query = f"counts={','.join(counts)}&means={','.join(means)}&eta=0.5&w=3"
+    else:  # as the page's form sends it
+        query = "&".join(
+            [f"P={len(counts)}", *(f"counts={c}" for c in counts), *(f"means={m}" for m in means)]
+        )
+        query += "&eta=0.5&w=3"
     params = _params(QueryParams(query))
     quick = _quick_means(params)
     assert quick is not None
     assert same_parse(quick, _parse_lab(params))
+    assert quick.state is not None
+    assert quick.canonical in ((), tuple(lab_query_pairs(quick.state)))

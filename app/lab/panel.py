@@ -239,7 +239,7 @@ def lab_panel(query: Mapping[str, str]) -> LabPanel:
             extra = accumulation.pairs(m)
     except EngineError as exc:
         return LabPanel(parsed, None, (engine_error(exc),), (), acc_raw)
-    pairs = (*lab_query_pairs(state), *extra)
+    pairs = (*(parsed.canonical or lab_query_pairs(state)), *extra)
     return LabPanel(parsed, view, (), pairs, acc_raw, window, result)
 
 

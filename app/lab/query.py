@@ -18,6 +18,7 @@ last ones. This module only reads text into numbers and lists; every limit is th
 nothing is clamped: a value out of range is an error that names its field.
 """
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import astuple, dataclass
 from string import ascii_letters, digits
@@ -75,6 +76,9 @@ class ParsedLab(NamedTuple):
     state: GradientRequest | None
     errors: tuple[FieldError, ...]
     resized: bool = False
+    # ``lab_query_pairs(state)`` when the query's own texts are already canonical (the common
+    # drag), else empty.
+    canonical: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,27 +329,22 @@ def parse_lab(query: Mapping[str, str]) -> ParsedLab:
 
 
 def _quick_means(params: Params) -> ParsedLab | None:
-    """``_parse_lab(params)`` for the common well-formed means form (every drag of the lab): one
-    ``counts`` and one ``means`` value of as many numbers, at most MAX_RANKS, that keep every
-    rule of the model (``means_state``); None for anything else, which ``_parse_lab`` reads."""
+    """``_parse_lab(params)`` for the common well-formed means form (every drag of the lab):
+    ``counts`` and ``means`` (one value listing every rank, or one value per rank as the page's
+    form sends them) of as many numbers, at most MAX_RANKS, ``P`` (if given) that many, and
+    numbers that keep every rule of the model (``means_state``); None for anything else, which
+    ``_parse_lab`` reads."""
     counts = params.get("counts")
     means = params.get("means")
-    if (
-        counts is None
-        or means is None
-        or len(counts) != 1
-        or len(means) != 1
-        or "targets" in params
-        or "weights" in params
-        or "P" in params
-    ):
+    if counts is None or means is None or "targets" in params or "weights" in params:
         return None
-    counts_text, means_text = counts[0], means[0]
-    if counts_text.count(",") >= MAX_RANKS:
-        return None  # oversized: ``_parse_lab`` says so
-    firsts = [part.strip() for part in counts_text.split(",")]
-    seconds = [part.strip() for part in means_text.split(",")]
-    if len(firsts) != len(seconds):
+    for values in (counts, means):
+        if (len(values) if len(values) > 1 else values[0].count(",") + 1) > MAX_RANKS:
+            return None  # oversized: ``_parse_lab`` says so
+    firsts = _split(counts, ",")
+    seconds = _split(means, ",")
+    ranks = len(firsts)
+    if len(seconds) != ranks or ("P" in params and _whole(_last(params, "P", "")) != ranks):
         return None
     eta_values, w_values = params.get("eta"), params.get("w")
     eta = eta_values[-1].strip() if eta_values else LESSON_MEANS.eta
@@ -358,7 +357,26 @@ def _quick_means(params: Params) -> ParsedLab | None:
         return None
     if state is None:
         return None
-    return ParsedLab(LabForm("means", tuple(firsts), tuple(seconds), eta, w, ""), state, ())
+    form = LabForm("means", tuple(firsts), tuple(seconds), eta, w, "")
+    counts_text = ",".join(firsts)
+    means_text = ",".join(seconds)
+    canonical = (
+        (("counts", counts_text), ("means", means_text), ("eta", eta), ("w", w))
+        if CANONICAL_NUMBERS.fullmatch(counts_text)
+        and CANONICAL_NUMBERS.fullmatch(means_text)
+        and CANONICAL_NUMBERS.fullmatch(eta)
+        and CANONICAL_NUMBERS.fullmatch(w)
+        else ()
+    )
+    return ParsedLab(form, state, (), False, canonical)
+
+
+# Numbers written as ``format_number`` writes their floats: no sign on 0, no leading zeros, no
+# trailing zeros after the point, at most 14 significant digits (such a decimal is the shortest
+# text that reads back as its float, so ``repr`` writes exactly it) and from 1e-4 up (``repr``'s
+# fixed notation). A drag's query is mostly written so: then it is the canonical query as is.
+_CANONICAL_NUMBER = r"(?:-?[1-9][0-9]{0,5}(?:\.[0-9]{0,7}[1-9])?|-?0\.(?!0000)[0-9]{0,7}[1-9]|0)"
+CANONICAL_NUMBERS = re.compile(rf"{_CANONICAL_NUMBER}(?:,{_CANONICAL_NUMBER})*")
 
 
 def _parse_lab(params: Params) -> ParsedLab:
