@@ -8,7 +8,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import pairwise
+from itertools import islice, pairwise
+from operator import ge, le
 from typing import NamedTuple, cast
 
 from app.engine import GradientResult, PathEnds, RingCost, Trajectory
@@ -550,13 +551,39 @@ def _probes(steps: int) -> Probes:
     return Probes(x, segment, first, parts)
 
 
+def is_tame(curve: Sequence[float]) -> bool:
+    """Whether the ys at even steps and those at odd steps each never fall or never rise (so
+    does a path ``f + (w₀ - f)·cᵏ``, whether it approaches f from one side or oscillates
+    around it): then among the ys at steps a … b (b > a) the least and greatest are at a,
+    a + 1, b - 1 or b."""
+    if len(curve) < 2:
+        return False
+    return _monotone(curve[0::2]) and _monotone(curve[1::2])
+
+
+def _ends(curve: Sequence[float]) -> tuple[float, float, float, float]:
+    """A tame curve's first two and last two values (its least and greatest among them)."""
+    return curve[0], curve[1], curve[-2], curve[-1]
+
+
+def _monotone(values: Sequence[float]) -> bool:
+    if values[0] <= values[-1]:
+        return all(map(le, values, islice(values, 1, None)))
+    return all(map(ge, values, islice(values, 1, None)))
+
+
 def curve_meets(
-    ys: Sequence[float], steps: int, x_range: tuple[float, float], y_range: tuple[float, float]
+    ys: Sequence[float],
+    steps: int,
+    x_range: tuple[float, float],
+    y_range: tuple[float, float],
+    tame: tuple[bool, bool] = (False, False),
 ) -> bool:
     """Whether a tested point of either curve lies in ``x_range`` by ``y_range`` (bounds
     included). ``ys``: both curves' ys at each step, one curve after the other (then
-    anything). A segment whose ends are both beyond the y range by more than rounding holds
-    none; the others' points are worked out, ``ya + (yb - ya) * t / parts`` as floats."""
+    anything); ``tame``: per curve whether ``is_tame`` says so. A segment whose ends are both
+    beyond the y range by more than rounding holds none; the others' points are worked out,
+    ``ya + (yb - ya) * t / parts`` as floats."""
     probes = _probes(steps)
     x = probes.x
     begin, end = bisect_left(x, x_range[0]), bisect_right(x, x_range[1])
@@ -564,13 +591,21 @@ def curve_meets(
         return False
     low, high = y_range
     below, above = low - ROUNDING, high + ROUNDING
-    first_k, last_k = max(probes.segment[begin], 0), probes.segment[end - 1]
+    first_k, last_k = probes.segment[begin], probes.segment[end - 1]
+    if first_k < 0:
+        first_k = 0
     n = steps + 1
-    for start in (0, n):
-        # Both ends of every segment in range (or the start alone).
-        ends = ys[start + first_k : start + last_k + 2]
-        if max(ends) < below or min(ends) > above:
-            continue
+    for start, ordered in ((0, tame[0]), (n, tame[1])):
+        # Both ends of every segment in range (or the start alone): steps a … b.
+        a, b = start + first_k, start + last_k + 1
+        if ordered and b > a:
+            ya, yb, yc, yd = ys[a], ys[a + 1], ys[b - 1], ys[b]
+            if max(ya, yb, yc, yd) < below or min(ya, yb, yc, yd) > above:
+                continue
+        else:
+            ends = ys[a : b + 1]
+            if max(ends) < below or min(ends) > above:
+                continue
         if begin == 0 and low <= ys[start] <= high:
             return True
         for k in range(first_k, last_k + 1):
@@ -593,40 +628,46 @@ def place_label(
     steps: int,
     guide_ys: Sequence[float],
     placed: Sequence[Box],
+    tame: tuple[bool, bool] = (False, False),
 ) -> Box:
     """Where a fixed point's label goes: beside its guide, clear of both curves, the other
     guide and the labels already placed. Tried in order: the side of the guide away from the
     start value (where its own curve never goes), at the left, middle and right of the plot;
     then the other side; then the margin above the plot. ``ys``: both curves' ys at each of
-    ``steps`` steps (as ``curve_meets``); a curve is clear of a box when ``box.holds`` none of
-    its tested points."""
+    ``steps`` steps (as ``curve_meets``, with ``tame``); a curve is clear of a box when
+    ``box.holds`` none of its tested points."""
     width = len(text) * CHAR_WIDTH
-    below, above = guide_y + 15, guide_y - 5
-    sides = (below, above) if start_y <= guide_y else (above, below)
+    if start_y <= guide_y:
+        side, other_side = guide_y + 15, guide_y - 5
+    else:
+        side, other_side = guide_y - 5, guide_y + 15
     lefts = (LEFT + 6, LEFT + (RIGHT - LEFT - width) / 2, RIGHT - width - 2)
+    first_row = min(max(side, TOP + 11), BOTTOM - 3)
     # Candidates by baseline, each with its x0s in order. Last resort (curves everywhere, e.g.
     # an oscillating run): the margin above the plot, where no curve goes, told apart by colour.
-    rows: list[tuple[float, tuple[float, ...]]] = [
-        (min(max(side, TOP + 11), BOTTOM - 3), lefts) for side in sides
-    ]
-    rows.append((TOP - 8, (LEFT, RIGHT - width)))
-    guides = sorted(guide_ys)
+    rows = (
+        (first_row, lefts),
+        (min(max(other_side, TOP + 11), BOTTOM - 3), lefts),
+        (TOP - 8, (LEFT, RIGHT - width)),
+    )
     for baseline, row in rows:
         top, bottom = baseline - 11, baseline + 3  # Box.top and Box.bottom
-        k = bisect_left(guides, top - 1)
-        if k < len(guides) and guides[k] <= bottom + 1:
-            continue  # it crosses a guide (whatever its x)
-        for x0 in row:
-            x1 = x0 + width
-            if placed and any(
-                not (x1 < other.x0 or other.x1 < x0 or bottom < other.top or other.bottom < top)
-                for other in placed
-            ):
-                continue  # it meets a label already placed
-            if not curve_meets(ys, steps, (x0 - 2, x1 + 2), (top - 2, bottom + 2)):  # Box.holds
-                return Box(x0, x1, baseline)
-    baseline, row = rows[0]
-    return Box(row[0], row[0] + width, baseline)
+        for y in guide_ys:
+            if top - 1 <= y <= bottom + 1:
+                break  # it crosses a guide (whatever its x)
+        else:
+            y_range = (top - 2, bottom + 2)  # Box.holds
+            for x0 in row:
+                x1 = x0 + width
+                for other in placed:
+                    if not (
+                        x1 < other.x0 or other.x1 < x0 or bottom < other.top or other.bottom < top
+                    ):
+                        break  # it meets a label already placed
+                else:
+                    if not curve_meets(ys, steps, (x0 - 2, x1 + 2), y_range, tame):
+                        return Box(x0, x1, baseline)
+    return Box(lefts[0], lefts[0] + width, first_row)
 
 
 @lru_cache(maxsize=16)
@@ -673,13 +714,21 @@ def trajectory_chart(path: Trajectory | PathEnds, words: PathWords | None = None
     """w over the SGD steps under both schemes, with each scheme's fixed point as a guide."""
     words = words or path_words(path)
     n = path.steps + 1
-    values = (
-        *path.w_global,
-        *path.w_rank_mean,
-        path.fixed_point_global,
-        path.fixed_point_rank_mean,
-    )
-    low, high, step = nice_range(min(values), max(values))
+    w_global, w_rank_mean = path.w_global, path.w_rank_mean
+    values = (*w_global, *w_rank_mean, path.fixed_point_global, path.fixed_point_rank_mean)
+    # A tame path's least and greatest w are among its first two and last two (is_tame); so
+    # are its ys (each y = BOTTOM - (w - low) / span · height, a monotone map: tame too).
+    tame = (is_tame(w_global), is_tame(w_rank_mean))
+    if tame[0] and tame[1]:
+        ends = (
+            *_ends(w_global),
+            *_ends(w_rank_mean),
+            path.fixed_point_global,
+            path.fixed_point_rank_mean,
+        )
+        low, high, step = nice_range(min(ends), max(ends))
+    else:
+        low, high, step = nice_range(min(values), max(values))
     span = high - low or 1.0
     height = BOTTOM - TOP
     ys = [BOTTOM - (value - low) / span * height for value in values]  # _y of each value
@@ -697,7 +746,7 @@ def trajectory_chart(path: Trajectory | PathEnds, words: PathWords | None = None
     guide_ys = ys[2 * n :]
     placed: list[Box] = []
     for text, guide_y in zip(labels, guide_ys, strict=True):
-        placed.append(place_label(text, guide_y, ys[0], ys, path.steps, guide_ys, placed))
+        placed.append(place_label(text, guide_y, ys[0], ys, path.steps, guide_ys, placed, tame))
     box_global, box_rank_mean = placed
     # Positional: the fields in LineChart's order (a little quicker than by keyword).
     return LineChart(
