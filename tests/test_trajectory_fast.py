@@ -18,9 +18,12 @@ from app.engine import EngineError, PathEnds, path_ends, trajectory
 from app.lab.view import (
     BOTTOM,
     CHAR_WIDTH,
+    GENERAL,
     HEIGHT,
     LEFT,
+    MONOTONE,
     RIGHT,
+    TAME,
     TOP,
     Box,
     _n,
@@ -29,7 +32,7 @@ from app.lab.view import (
     _step_axis,
     _x_step,
     curve_meets,
-    is_tame,
+    curve_shape,
     place_label,
     trajectory_chart,
 )
@@ -331,7 +334,7 @@ def test_labels_go_where_testing_every_point_puts_them(seed: int) -> None:
         start_y = curves[0][0]
         tracks = [list(zip(xs, ys, strict=True)) for ys in curves]
         ys = curves[0] + curves[1] + guide_ys
-        tame = (is_tame(curves[0]), is_tame(curves[1]))
+        shapes = (curve_shape(curves[0]), curve_shape(curves[1]))
         placed: list[Box] = []
         placed_tame: list[Box] = []
         expected: list[Box] = []
@@ -339,7 +342,7 @@ def test_labels_go_where_testing_every_point_puts_them(seed: int) -> None:
             text = "x" * rng.randint(3, 34)
             placed.append(place_label(text, guide_y, start_y, ys, steps, guide_ys, placed))
             placed_tame.append(
-                place_label(text, guide_y, start_y, ys, steps, guide_ys, placed_tame, tame)
+                place_label(text, guide_y, start_y, ys, steps, guide_ys, placed_tame, shapes)
             )
             expected.append(_reference_place(text, guide_y, start_y, tracks, guide_ys, expected))
         assert placed == expected
@@ -383,15 +386,15 @@ def test_curves_meet_a_box_where_a_tested_point_lies_in_it() -> None:
                 x_range[0] <= x <= x_range[1] and y_range[0] <= y <= y_range[1] for x, y in points
             )
             assert curve_meets(curves[0] + curves[1], steps, x_range, y_range) == expected
-            tame = (is_tame(curves[0]), is_tame(curves[1]))
-            assert curve_meets(curves[0] + curves[1], steps, x_range, y_range, tame) == expected
+            shapes = (curve_shape(curves[0]), curve_shape(curves[1]))
+            assert curve_meets(curves[0] + curves[1], steps, x_range, y_range, shapes) == expected
 
 
-def test_tame_curves_are_those_whose_even_and_odd_steps_are_monotone() -> None:
-    # And then the least and greatest of any run of two or more of their ys are among that
-    # run's first two and last two.
+def test_curve_shapes_bound_a_run_of_ys_by_its_ends() -> None:
+    # Monotone: the least and greatest of any run of ys are its first and last; tame (the ys
+    # at even and at odd steps each monotone): among its first two and last two.
     rng = random.Random(17)
-    tame_seen = 0
+    seen = {GENERAL: 0, TAME: 0, MONOTONE: 0}
     for _ in range(3000):
         steps = rng.choice([1, 2, 3, 5, 30, 31])
         curve = _random_curve(rng, steps)
@@ -402,24 +405,27 @@ def test_tame_curves_are_those_whose_even_and_odd_steps_are_monotone() -> None:
                 curve[at] = math.nextafter(curve[at], rng.choice([-math.inf, math.inf]))
         monotone = [
             all(a <= b for a, b in pairwise(part)) or all(a >= b for a, b in pairwise(part))
-            for part in (curve[0::2], curve[1::2])
+            for part in (curve, curve[0::2], curve[1::2])
         ]
-        assert is_tame(curve) == all(monotone)
-        if is_tame(curve):
-            tame_seen += 1
-            for _ in range(5):
-                a = rng.randrange(len(curve) - 1)
-                b = rng.randrange(a + 1, len(curve))
+        shape = curve_shape(curve)
+        assert shape == (MONOTONE if monotone[0] else TAME if all(monotone[1:]) else GENERAL)
+        seen[shape] += 1
+        for _ in range(5 if shape else 0):
+            a = rng.randrange(len(curve) - 1)
+            b = rng.randrange(a + 1, len(curve))
+            if shape == MONOTONE:
+                ends: tuple[float, ...] = (curve[a], curve[b])
+            else:
                 ends = (curve[a], curve[a + 1], curve[b - 1], curve[b])
-                assert (min(ends), max(ends)) == (min(curve[a : b + 1]), max(curve[a : b + 1]))
-    assert is_tame([1.0]) is False
-    assert tame_seen > 1000
+            assert (min(ends), max(ends)) == (min(curve[a : b + 1]), max(curve[a : b + 1]))
+    assert curve_shape([1.0]) == GENERAL
+    assert min(seen.values()) > 300
 
 
 def test_charts_of_lab_states_are_those_of_the_general_search(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The chart of a tame path (most of them: every path f + (w₀ - f)·cᵏ) takes the quick
+    """The chart of monotone and tame paths (every path f + (w₀ - f)·cᵏ) takes the quick
     extents; over many random lab states it is the chart the general search draws, and each
     label sits where testing every point of both curves puts it."""
     rng = random.Random(29)
@@ -442,18 +448,20 @@ def test_charts_of_lab_states_are_those_of_the_general_search(
         steps: int,
         guide_ys: list[float],
         placed: list[Box],
-        tame: tuple[bool, bool],
+        shapes: tuple[int, int],
     ) -> Box:
-        box = place_label(text, guide_y, start_y, ys, steps, guide_ys, placed, tame)
+        box = place_label(text, guide_y, start_y, ys, steps, guide_ys, placed, shapes)
         calls.append((text, guide_y, start_y, ys, steps, guide_ys, list(placed), box))
         return box
 
     with monkeypatch.context() as patched:
         patched.setattr("app.lab.view.place_label", recorded)
         charts = [trajectory_chart(path) for path in runs]
-    assert sum(is_tame(path.w_global) and is_tame(path.w_rank_mean) for path in runs) > 1000
+    shapes = [(curve_shape(path.w_global), curve_shape(path.w_rank_mean)) for path in runs]
+    assert sum(shape == (MONOTONE, MONOTONE) for shape in shapes) > 300
+    assert sum(TAME in shape for shape in shapes) > 300
     with monkeypatch.context() as patched:
-        patched.setattr("app.lab.view.is_tame", lambda curve: False)
+        patched.setattr("app.lab.view.curve_shape", lambda curve: GENERAL)
         assert [trajectory_chart(path) for path in runs] == charts
     assert len(calls) == 2 * len(runs)
     for text, guide_y, start_y, ys, steps, guide_ys, placed, box in calls:

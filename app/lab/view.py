@@ -551,19 +551,30 @@ def _probes(steps: int) -> Probes:
     return Probes(x, segment, first, parts)
 
 
-def is_tame(curve: Sequence[float]) -> bool:
-    """Whether the ys at even steps and those at odd steps each never fall or never rise (so
-    does a path ``f + (w₀ - f)·cᵏ``, whether it approaches f from one side or oscillates
-    around it): then among the ys at steps a … b (b > a) the least and greatest are at a,
-    a + 1, b - 1 or b."""
+# A curve's shape, as far as its least and greatest ys go (``curve_shape``).
+GENERAL, TAME, MONOTONE = 0, 1, 2
+
+
+def curve_shape(curve: Sequence[float]) -> int:
+    """``MONOTONE`` when the ys never fall or never rise: then among the ys at steps a … b the
+    least and greatest are at a or b. Else ``TAME`` when the ys at even steps and those at odd
+    steps each do (so does a path ``f + (w₀ - f)·cᵏ``, whether it approaches f from one side
+    or oscillates around it): then they are at a, a + 1, b - 1 or b (b > a). Else
+    ``GENERAL`` (and a curve of one step)."""
     if len(curve) < 2:
-        return False
-    return _monotone(curve[0::2]) and _monotone(curve[1::2])
+        return GENERAL
+    if _monotone(curve):
+        return MONOTONE
+    return TAME if _monotone(curve[0::2]) and _monotone(curve[1::2]) else GENERAL
 
 
-def _ends(curve: Sequence[float]) -> tuple[float, float, float, float]:
-    """A tame curve's first two and last two values (its least and greatest among them)."""
-    return curve[0], curve[1], curve[-2], curve[-1]
+def _extent(curve: Sequence[float], shape: int) -> tuple[float, float]:
+    """The least and greatest of ``curve`` (of ``shape``, not ``GENERAL``)."""
+    if shape == MONOTONE:
+        first, last = curve[0], curve[-1]
+        return (first, last) if first <= last else (last, first)
+    ends = (curve[0], curve[1], curve[-2], curve[-1])
+    return min(ends), max(ends)
 
 
 def _monotone(values: Sequence[float]) -> bool:
@@ -577,11 +588,11 @@ def curve_meets(
     steps: int,
     x_range: tuple[float, float],
     y_range: tuple[float, float],
-    tame: tuple[bool, bool] = (False, False),
+    shapes: tuple[int, int] = (GENERAL, GENERAL),
 ) -> bool:
     """Whether a tested point of either curve lies in ``x_range`` by ``y_range`` (bounds
     included). ``ys``: both curves' ys at each step, one curve after the other (then
-    anything); ``tame``: per curve whether ``is_tame`` says so. A segment whose ends are both
+    anything); ``shapes``: each curve's ``curve_shape``. A segment whose ends are both
     beyond the y range by more than rounding holds none; the others' points are worked out,
     ``ya + (yb - ya) * t / parts`` as floats."""
     probes = _probes(steps)
@@ -595,10 +606,14 @@ def curve_meets(
     if first_k < 0:
         first_k = 0
     n = steps + 1
-    for start, ordered in ((0, tame[0]), (n, tame[1])):
+    for start, shape in ((0, shapes[0]), (n, shapes[1])):
         # Both ends of every segment in range (or the start alone): steps a … b.
         a, b = start + first_k, start + last_k + 1
-        if ordered and b > a:
+        if shape == MONOTONE:
+            ya, yb = ys[a], ys[b]
+            if (ya if ya > yb else yb) < below or (yb if ya > yb else ya) > above:
+                continue
+        elif shape == TAME and b > a:
             ya, yb, yc, yd = ys[a], ys[a + 1], ys[b - 1], ys[b]
             if max(ya, yb, yc, yd) < below or min(ya, yb, yc, yd) > above:
                 continue
@@ -628,13 +643,13 @@ def place_label(
     steps: int,
     guide_ys: Sequence[float],
     placed: Sequence[Box],
-    tame: tuple[bool, bool] = (False, False),
+    shapes: tuple[int, int] = (GENERAL, GENERAL),
 ) -> Box:
     """Where a fixed point's label goes: beside its guide, clear of both curves, the other
     guide and the labels already placed. Tried in order: the side of the guide away from the
     start value (where its own curve never goes), at the left, middle and right of the plot;
     then the other side; then the margin above the plot. ``ys``: both curves' ys at each of
-    ``steps`` steps (as ``curve_meets``, with ``tame``); a curve is clear of a box when
+    ``steps`` steps (as ``curve_meets``, with ``shapes``); a curve is clear of a box when
     ``box.holds`` none of its tested points."""
     width = len(text) * CHAR_WIDTH
     if start_y <= guide_y:
@@ -665,7 +680,7 @@ def place_label(
                     ):
                         break  # it meets a label already placed
                 else:
-                    if not curve_meets(ys, steps, (x0 - 2, x1 + 2), y_range, tame):
+                    if not curve_meets(ys, steps, (x0 - 2, x1 + 2), y_range, shapes):
                         return Box(x0, x1, baseline)
     return Box(lefts[0], lefts[0] + width, first_row)
 
@@ -716,17 +731,18 @@ def trajectory_chart(path: Trajectory | PathEnds, words: PathWords | None = None
     n = path.steps + 1
     w_global, w_rank_mean = path.w_global, path.w_rank_mean
     values = (*w_global, *w_rank_mean, path.fixed_point_global, path.fixed_point_rank_mean)
-    # A tame path's least and greatest w are among its first two and last two (is_tame); so
-    # are its ys (each y = BOTTOM - (w - low) / span · height, a monotone map: tame too).
-    tame = (is_tame(w_global), is_tame(w_rank_mean))
-    if tame[0] and tame[1]:
-        ends = (
-            *_ends(w_global),
-            *_ends(w_rank_mean),
-            path.fixed_point_global,
-            path.fixed_point_rank_mean,
+    # A monotone or tame path's least and greatest w are among its first two and last two
+    # (curve_shape); its ys are of the same shape (each y = BOTTOM - (w - low) / span · height,
+    # a monotone map).
+    shapes = (curve_shape(w_global), curve_shape(w_rank_mean))
+    if shapes[0] and shapes[1]:
+        low_global, high_global = _extent(w_global, shapes[0])
+        low_rank_mean, high_rank_mean = _extent(w_rank_mean, shapes[1])
+        fixed_global, fixed_rank_mean = path.fixed_point_global, path.fixed_point_rank_mean
+        low, high, step = nice_range(
+            min(low_global, low_rank_mean, fixed_global, fixed_rank_mean),
+            max(high_global, high_rank_mean, fixed_global, fixed_rank_mean),
         )
-        low, high, step = nice_range(min(ends), max(ends))
     else:
         low, high, step = nice_range(min(values), max(values))
     span = high - low or 1.0
@@ -746,7 +762,7 @@ def trajectory_chart(path: Trajectory | PathEnds, words: PathWords | None = None
     guide_ys = ys[2 * n :]
     placed: list[Box] = []
     for text, guide_y in zip(labels, guide_ys, strict=True):
-        placed.append(place_label(text, guide_y, ys[0], ys, path.steps, guide_ys, placed, tame))
+        placed.append(place_label(text, guide_y, ys[0], ys, path.steps, guide_ys, placed, shapes))
     box_global, box_rank_mean = placed
     # Positional: the fields in LineChart's order (a little quicker than by keyword).
     return LineChart(
