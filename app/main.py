@@ -66,7 +66,15 @@ def _serve_lesson(app: FastAPI, course: Course, item: CourseLesson) -> None:
 def _api_app(title: str, settings: Settings, lifespan: Lifespan[FastAPI] | None) -> FastAPI:
     """A FastAPI app with this project's /docs (vendored Swagger UI; FastAPI's own pages load
     from a CDN, and there is no /redoc), its short 422s, and the static files."""
-    app = FastAPI(title=title, version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None)
+    telemetry = settings.opentelemetry  # off: no per-request check for a configured provider
+    app = FastAPI(
+        title=title,
+        version=VERSION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        telemetry={"tracing": telemetry, "metrics": telemetry, "logs": telemetry},
+    )
     app.state.settings = settings
     app.add_exception_handler(RequestValidationError, validation_error)
     app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
