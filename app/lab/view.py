@@ -558,9 +558,9 @@ GENERAL, TAME, MONOTONE = 0, 1, 2
 def curve_shape(curve: Sequence[float]) -> int:
     """``MONOTONE`` when the ys never fall or never rise: then among the ys at steps a … b the
     least and greatest are at a or b. Else ``TAME`` when the ys at even steps and those at odd
-    steps each do (so does a path ``f + (w₀ - f)·cᵏ``, whether it approaches f from one side
-    or oscillates around it): then they are at a, a + 1, b - 1 or b (b > a). Else
-    ``GENERAL`` (and a curve of one step)."""
+    steps each do (as a path ``f + (w₀ - f)·cᵏ`` does in exact arithmetic, whether it nears f
+    from one side or oscillates around it; its floats are checked here): then they are at a,
+    a + 1, b - 1 or b (b > a). Else ``GENERAL``, as is a curve of a single y."""
     if len(curve) < 2:
         return GENERAL
     if _monotone(curve):
@@ -733,7 +733,8 @@ def trajectory_chart(path: Trajectory | PathEnds, words: PathWords | None = None
     values = (*w_global, *w_rank_mean, path.fixed_point_global, path.fixed_point_rank_mean)
     # A monotone or tame path's least and greatest w are among its first two and last two
     # (curve_shape); its ys are of the same shape (each y = BOTTOM - (w - low) / span · height,
-    # a monotone map).
+    # a monotone map). Taken in another order, min and max can differ only in a zero's sign,
+    # which nice_range's bounds do not keep (math.floor and math.ceil give ints).
     shapes = (curve_shape(w_global), curve_shape(w_rank_mean))
     if shapes[0] and shapes[1]:
         low_global, high_global = _extent(w_global, shapes[0])
