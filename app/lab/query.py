@@ -28,7 +28,7 @@ from urllib.parse import urlencode
 from pydantic import ValidationError
 
 from app.lab.fields import FieldError, input_id, label, validation_errors
-from app.lab.state import MAX_ITEMS, MAX_RANKS, GradientRequest, RingRequest, means_state
+from app.lab.state import MAX_ITEMS, MAX_RANKS, GradientRequest, RingRequest
 
 DEFAULT_STEPS = 30
 NEW_RANK_COUNT = "4"
@@ -332,8 +332,8 @@ def _quick_means(params: Params) -> ParsedLab | None:
     """``_parse_lab(params)`` for the common well-formed means form (every drag of the lab):
     ``counts`` and ``means`` (one value listing every rank, or one value per rank as the page's
     form sends them) of as many numbers, at most MAX_RANKS, ``P`` (if given) that many, and
-    numbers that keep every rule of the model (``means_state``); None for anything else, which
-    ``_parse_lab`` reads."""
+    numbers the state model accepts; None for anything else, which ``_parse_lab`` reads (and,
+    for a state the model refuses, names the field from the texts as typed)."""
     counts = params.get("counts")
     means = params.get("means")
     if counts is None or means is None or "targets" in params or "weights" in params:
@@ -350,12 +350,14 @@ def _quick_means(params: Params) -> ParsedLab | None:
     eta = eta_values[-1].strip() if eta_values else LESSON_MEANS.eta
     w = w_values[-1].strip() if w_values else LESSON_MEANS.w
     try:
-        state = means_state(
-            list(map(float, firsts)), list(map(float, seconds)), float(eta), float(w)
-        )
-    except ValueError:
-        return None
-    if state is None:
+        body = {
+            "counts": list(map(float, firsts)),
+            "means": list(map(float, seconds)),
+            "eta": float(eta),
+            "w": float(w),
+        }
+        state = GradientRequest.model_validate(body)
+    except (ValueError, ValidationError):
         return None
     form = LabForm("means", tuple(firsts), tuple(seconds), eta, w, "")
     counts_text = ",".join(firsts)

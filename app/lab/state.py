@@ -401,65 +401,6 @@ class GradientRequest(BaseModel):
         return "accumulation"
 
 
-# What ``GradientRequest.model_validate`` stores for a means-form body ({counts, means, eta, w}):
-# every field in declaration order, the ones not given at their default (None).
-_MEANS_FIELDS_SET = frozenset({"counts", "means", "eta", "w"})
-
-
-def means_state(
-    counts: list[float], means: list[float], eta: float, w: float
-) -> GradientRequest | None:
-    """``GradientRequest.model_validate({"counts": counts, "means": means, "eta": eta, "w": w})``
-    for plain floats that keep every one of the model's rules (the same instance: values,
-    fields set), without the model's walk; None when any rule might not hold, and the caller
-    validates (which names the field). The lab's drags send this form on every input event.
-
-    Rules, as the fields declare them: 1 to MAX_RANKS counts, as many means; every number
-    finite; 0 ≤ count ≤ MAX_COUNT; |mean|, |w| ≤ MAX_ABS_VALUE; 0 < η ≤ MAX_ETA. A NaN fails
-    every comparison, and any inf or NaN in a list makes its sum inf or NaN.
-    """
-    ranks = len(counts)
-    if not (
-        0 < ranks <= MAX_RANKS
-        and len(means) == ranks
-        and type(eta) is float
-        and type(w) is float
-        and 0.0 < eta <= MAX_ETA
-        and -MAX_ABS_VALUE <= w <= MAX_ABS_VALUE
-        and FLOATS_ONLY.issuperset(map(type, counts))
-        and FLOATS_ONLY.issuperset(map(type, means))
-        and math.isfinite(sum(counts) + sum(means))
-        and min(counts) >= 0.0
-        and max(counts) <= MAX_COUNT
-        and min(means) >= -MAX_ABS_VALUE
-        and max(means) <= MAX_ABS_VALUE
-    ):
-        return None
-    state = _new_request(GradientRequest)
-    _set(
-        state,
-        "__dict__",
-        {
-            "counts": counts,
-            "means": means,
-            "targets": None,
-            "microbatches": None,
-            "weights": None,
-            "steps": None,
-            "eta": eta,
-            "w": w,
-        },
-    )
-    _set(state, "__pydantic_fields_set__", set(_MEANS_FIELDS_SET))
-    _set(state, "__pydantic_extra__", None)
-    _set(state, "__pydantic_private__", None)
-    return state
-
-
-_new_request = object.__new__
-_set = object.__setattr__
-
-
 def _first_mismatch(weights: Any, shape_of: Any, where: str = "") -> str | None:
     """Where two nested lists first differ in shape, as ``weights[1] has 3 … targets has 2``."""
     weights_is_list = isinstance(weights, list)
