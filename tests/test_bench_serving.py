@@ -1,0 +1,29 @@
+"""bench.serving splits a pane request's CPU into computing and serving: the split is real (the
+table of contexts answers byte for byte what computing does, checked inside the benchmark) and
+its figures are sane on a short run."""
+
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+
+def test_serving_alone_is_measured_on_the_same_answers() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.serving", "--requests", "300", "--rounds", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": "/usr/bin:/bin", "ATLAS_CONFIRM_ENABLED": "false"},
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    figures = {
+        line.split()[0]: float(line.split()[1])
+        for line in run.stdout.splitlines()
+        if line.startswith("  ")
+    }
+    assert set(figures) == {"floor", "app", "serving"}
+    # The floor answers fixed bytes; serving renders and compresses; the app also computes.
+    assert 0 < figures["floor"] < figures["serving"] < figures["app"]
+    assert "computing:" in run.stdout
