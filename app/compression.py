@@ -13,9 +13,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 GZIP_WBITS = 16 + 15  # a gzip header and trailer around a 32 KiB-window deflate stream
 
 # Media types that are compressed already (or must reach the client unbuffered): sent as they
-# are. A type ending in "/" stands for its whole family.
+# are. A type ending in "/" stands for its whole family. Images are named one by one: SVG is
+# text and compresses well.
 INCOMPRESSIBLE = (
-    b"image/",
+    b"image/avif",
+    b"image/gif",
+    b"image/jpeg",
+    b"image/png",
+    b"image/webp",
     b"audio/",
     b"video/",
     b"font/woff",

@@ -58,6 +58,10 @@ async def png(request: Request) -> Response:
     return Response(TEXT, media_type="image/png")
 
 
+async def svg(request: Request) -> Response:
+    return Response(TEXT, media_type="image/svg+xml")
+
+
 async def encoded(request: Request) -> Response:
     body = gzip.compress(TEXT)
     return Response(body, media_type="text/plain", headers={"Content-Encoding": "gzip"})
@@ -73,7 +77,7 @@ async def font(request: Request) -> FileResponse:
 
 @pytest.fixture
 def client(tmp_path: Path) -> TestClient:
-    paths = {f.__name__: f for f in (whole, small, streamed, png, encoded, partial, font)}
+    paths = {f.__name__: f for f in (whole, small, streamed, png, svg, encoded, partial, font)}
     app = Starlette(routes=[Route(f"/{name}", f) for name, f in paths.items()])
     app.state.font = tmp_path / "font.woff2"
     app.state.font.write_bytes(TEXT)
@@ -84,6 +88,12 @@ def client(tmp_path: Path) -> TestClient:
 def raw(client: TestClient, path: str, accept: str = "gzip") -> tuple[dict[str, str], bytes]:
     with client.stream("GET", path, headers={"Accept-Encoding": accept}) as answer:
         return dict(answer.headers), b"".join(answer.iter_raw())
+
+
+def test_svg_is_text_and_compressed(client: TestClient) -> None:
+    headers, body = raw(client, "/svg")
+    assert headers["content-encoding"] == "gzip"
+    assert gzip.decompress(body) == TEXT
 
 
 def test_a_whole_body_is_compressed_with_its_length_and_vary(client: TestClient) -> None:
