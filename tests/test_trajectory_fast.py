@@ -18,12 +18,9 @@ from app.engine import EngineError, PathEnds, path_ends, trajectory
 from app.lab.view import (
     BOTTOM,
     CHAR_WIDTH,
-    GENERAL,
     HEIGHT,
     LEFT,
-    MONOTONE,
     RIGHT,
-    TAME,
     TOP,
     Box,
     _n,
@@ -32,9 +29,7 @@ from app.lab.view import (
     _step_axis,
     _x_step,
     curve_meets,
-    curve_shape,
     place_label,
-    trajectory_chart,
 )
 from app.lab.worked import _distinct_pair
 from app.numbers import fmt_distinct
@@ -334,19 +329,13 @@ def test_labels_go_where_testing_every_point_puts_them(seed: int) -> None:
         start_y = curves[0][0]
         tracks = [list(zip(xs, ys, strict=True)) for ys in curves]
         ys = curves[0] + curves[1] + guide_ys
-        shapes = (curve_shape(curves[0]), curve_shape(curves[1]))
         placed: list[Box] = []
-        placed_tame: list[Box] = []
         expected: list[Box] = []
         for guide_y in guide_ys:
             text = "x" * rng.randint(3, 34)
             placed.append(place_label(text, guide_y, start_y, ys, steps, guide_ys, placed))
-            placed_tame.append(
-                place_label(text, guide_y, start_y, ys, steps, guide_ys, placed_tame, shapes)
-            )
             expected.append(_reference_place(text, guide_y, start_y, tracks, guide_ys, expected))
         assert placed == expected
-        assert placed_tame == expected
 
 
 def test_probes_are_the_tested_points() -> None:
@@ -382,94 +371,9 @@ def test_curves_meet_a_box_where_a_tested_point_lies_in_it() -> None:
             nudge = rng.choice([0.0, 1e-12, -1e-12, 1e-9, 0.5])
             x_range = (min(px, qx) + nudge, max(px, qx) + rng.choice([0.0, -nudge, 3.0]))
             y_range = (py + nudge, py + rng.choice([0.0, 1e-13, 18.0, -1e-13]))
-            expected = any(
+            assert curve_meets(curves[0] + curves[1], steps, x_range, y_range) == any(
                 x_range[0] <= x <= x_range[1] and y_range[0] <= y <= y_range[1] for x, y in points
             )
-            assert curve_meets(curves[0] + curves[1], steps, x_range, y_range) == expected
-            shapes = (curve_shape(curves[0]), curve_shape(curves[1]))
-            assert curve_meets(curves[0] + curves[1], steps, x_range, y_range, shapes) == expected
-
-
-def test_curve_shapes_bound_a_run_of_ys_by_its_ends() -> None:
-    # Monotone: the least and greatest of any run of ys are its first and last; tame (the ys
-    # at even and at odd steps each monotone): among its first two and last two.
-    rng = random.Random(17)
-    seen = {GENERAL: 0, TAME: 0, MONOTONE: 0}
-    for _ in range(3000):
-        steps = rng.choice([1, 2, 3, 5, 30, 31])
-        curve = _random_curve(rng, steps)
-        if rng.random() < 0.3:  # ties, signed zeros and a nudge out of order
-            curve = [rng.choice([y, 0.0, -0.0, curve[0]]) for y in curve]
-            if rng.random() < 0.5:
-                at = rng.randrange(len(curve))
-                curve[at] = math.nextafter(curve[at], rng.choice([-math.inf, math.inf]))
-        monotone = [
-            all(a <= b for a, b in pairwise(part)) or all(a >= b for a, b in pairwise(part))
-            for part in (curve, curve[0::2], curve[1::2])
-        ]
-        shape = curve_shape(curve)
-        assert shape == (MONOTONE if monotone[0] else TAME if all(monotone[1:]) else GENERAL)
-        seen[shape] += 1
-        for _ in range(5 if shape else 0):
-            a = rng.randrange(len(curve) - 1)
-            b = rng.randrange(a + 1, len(curve))
-            if shape == MONOTONE:
-                ends: tuple[float, ...] = (curve[a], curve[b])
-            else:
-                ends = (curve[a], curve[a + 1], curve[b - 1], curve[b])
-            assert (min(ends), max(ends)) == (min(curve[a : b + 1]), max(curve[a : b + 1]))
-    assert curve_shape([1.0]) == GENERAL
-    assert min(seen.values()) > 300
-
-
-def test_charts_of_lab_states_are_those_of_the_general_search(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The chart of monotone and tame paths (every path f + (w₀ - f)·cᵏ) takes the quick
-    extents; over many random lab states it is the chart the general search draws, and each
-    label sits where testing every point of both curves puts it."""
-    rng = random.Random(29)
-    runs = []
-    for _ in range(1500):
-        ranks = rng.randint(2, 8)
-        counts = [float(rng.randint(1 if r == 0 else 0, 64)) for r in range(ranks)]
-        means = [rng.randint(-100, 100) / 10 for _ in range(ranks)]
-        w = rng.randint(-40, 40) / 2
-        eta = rng.choice([rng.randint(1, 200) / 100, 1.0, 2.0, 0.5, rng.uniform(0.01, 2.5)])
-        steps = rng.choice([30, 30, 30, 0, 1, 2, 5, 100])
-        runs.append(path_ends([w - m for m in means], counts, eta=eta, w=w, steps=steps))
-    calls: list[tuple[str, float, float, list[float], int, list[float], list[Box], Box]] = []
-
-    def recorded(
-        text: str,
-        guide_y: float,
-        start_y: float,
-        ys: list[float],
-        steps: int,
-        guide_ys: list[float],
-        placed: list[Box],
-        shapes: tuple[int, int],
-    ) -> Box:
-        box = place_label(text, guide_y, start_y, ys, steps, guide_ys, placed, shapes)
-        calls.append((text, guide_y, start_y, ys, steps, guide_ys, list(placed), box))
-        return box
-
-    with monkeypatch.context() as patched:
-        patched.setattr("app.lab.view.place_label", recorded)
-        charts = [trajectory_chart(path) for path in runs]
-    shapes = [(curve_shape(path.w_global), curve_shape(path.w_rank_mean)) for path in runs]
-    assert sum(shape == (MONOTONE, MONOTONE) for shape in shapes) > 300
-    assert sum(TAME in shape for shape in shapes) > 300
-    with monkeypatch.context() as patched:
-        patched.setattr("app.lab.view.curve_shape", lambda curve: GENERAL)
-        assert [trajectory_chart(path) for path in runs] == charts
-    assert len(calls) == 2 * len(runs)
-    for text, guide_y, start_y, ys, steps, guide_ys, placed, box in calls:
-        xs = [_x_step(k, steps) for k in range(steps + 1)]
-        tracks = [
-            list(zip(xs, ys[start : start + steps + 1], strict=True)) for start in (0, steps + 1)
-        ]
-        assert box == _reference_place(text, guide_y, start_y, tracks, guide_ys, placed)
 
 
 def test_curve_points_print_each_y_as_two_decimals() -> None:

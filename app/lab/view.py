@@ -8,8 +8,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import islice, pairwise
-from operator import ge, le
+from itertools import pairwise
 from typing import NamedTuple, cast
 
 from app.engine import GradientResult, PathEnds, RingCost, Trajectory
@@ -553,50 +552,13 @@ def _probes(steps: int) -> Probes:
     return Probes(x, segment, first, parts)
 
 
-# A curve's shape, as far as its least and greatest ys go (``curve_shape``).
-GENERAL, TAME, MONOTONE = 0, 1, 2
-
-
-def curve_shape(curve: Sequence[float]) -> int:
-    """``MONOTONE`` when the ys never fall or never rise: then among the ys at steps a … b the
-    least and greatest are at a or b. Else ``TAME`` when the ys at even steps and those at odd
-    steps each do (as a path ``f + (w₀ - f)·cᵏ`` does in exact arithmetic, whether it nears f
-    from one side or oscillates around it; its floats are checked here): then they are at a,
-    a + 1, b - 1 or b (b > a). Else ``GENERAL``, as is a curve of a single y."""
-    if len(curve) < 2:
-        return GENERAL
-    if _monotone(curve):
-        return MONOTONE
-    return TAME if _monotone(curve[0::2]) and _monotone(curve[1::2]) else GENERAL
-
-
-def _extent(curve: Sequence[float], shape: int) -> tuple[float, float]:
-    """The least and greatest of ``curve`` (of ``shape``, not ``GENERAL``)."""
-    if shape == MONOTONE:
-        first, last = curve[0], curve[-1]
-        return (first, last) if first <= last else (last, first)
-    ends = (curve[0], curve[1], curve[-2], curve[-1])
-    return min(ends), max(ends)
-
-
-def _monotone(values: Sequence[float]) -> bool:
-    if values[0] <= values[-1]:
-        return all(map(le, values, islice(values, 1, None)))
-    return all(map(ge, values, islice(values, 1, None)))
-
-
 def curve_meets(
-    ys: Sequence[float],
-    steps: int,
-    x_range: tuple[float, float],
-    y_range: tuple[float, float],
-    shapes: tuple[int, int] = (GENERAL, GENERAL),
+    ys: Sequence[float], steps: int, x_range: tuple[float, float], y_range: tuple[float, float]
 ) -> bool:
     """Whether a tested point of either curve lies in ``x_range`` by ``y_range`` (bounds
     included). ``ys``: both curves' ys at each step, one curve after the other (then
-    anything); ``shapes``: each curve's ``curve_shape``. A segment whose ends are both
-    beyond the y range by more than rounding holds none; the others' points are worked out,
-    ``ya + (yb - ya) * t / parts`` as floats."""
+    anything). A segment whose ends are both beyond the y range by more than rounding holds
+    none; the others' points are worked out, ``ya + (yb - ya) * t / parts`` as floats."""
     probes = _probes(steps)
     x = probes.x
     begin, end = bisect_left(x, x_range[0]), bisect_right(x, x_range[1])
@@ -604,25 +566,13 @@ def curve_meets(
         return False
     low, high = y_range
     below, above = low - ROUNDING, high + ROUNDING
-    first_k, last_k = probes.segment[begin], probes.segment[end - 1]
-    if first_k < 0:
-        first_k = 0
+    first_k, last_k = max(probes.segment[begin], 0), probes.segment[end - 1]
     n = steps + 1
-    for start, shape in ((0, shapes[0]), (n, shapes[1])):
-        # Both ends of every segment in range (or the start alone): steps a … b.
-        a, b = start + first_k, start + last_k + 1
-        if shape == MONOTONE:
-            ya, yb = ys[a], ys[b]
-            if (ya if ya > yb else yb) < below or (yb if ya > yb else ya) > above:
-                continue
-        elif shape == TAME and b > a:
-            ya, yb, yc, yd = ys[a], ys[a + 1], ys[b - 1], ys[b]
-            if max(ya, yb, yc, yd) < below or min(ya, yb, yc, yd) > above:
-                continue
-        else:
-            ends = ys[a : b + 1]
-            if max(ends) < below or min(ends) > above:
-                continue
+    for start in (0, n):
+        # Both ends of every segment in range (or the start alone).
+        ends = ys[start + first_k : start + last_k + 2]
+        if max(ends) < below or min(ends) > above:
+            continue
         if begin == 0 and low <= ys[start] <= high:
             return True
         for k in range(first_k, last_k + 1):
@@ -645,46 +595,40 @@ def place_label(
     steps: int,
     guide_ys: Sequence[float],
     placed: Sequence[Box],
-    shapes: tuple[int, int] = (GENERAL, GENERAL),
 ) -> Box:
     """Where a fixed point's label goes: beside its guide, clear of both curves, the other
     guide and the labels already placed. Tried in order: the side of the guide away from the
     start value (where its own curve never goes), at the left, middle and right of the plot;
     then the other side; then the margin above the plot. ``ys``: both curves' ys at each of
-    ``steps`` steps (as ``curve_meets``, with ``shapes``); a curve is clear of a box when
-    ``box.holds`` none of its tested points."""
+    ``steps`` steps (as ``curve_meets``); a curve is clear of a box when ``box.holds`` none of
+    its tested points."""
     width = len(text) * CHAR_WIDTH
-    if start_y <= guide_y:
-        side, other_side = guide_y + 15, guide_y - 5
-    else:
-        side, other_side = guide_y - 5, guide_y + 15
+    below, above = guide_y + 15, guide_y - 5
+    sides = (below, above) if start_y <= guide_y else (above, below)
     lefts = (LEFT + 6, LEFT + (RIGHT - LEFT - width) / 2, RIGHT - width - 2)
-    first_row = min(max(side, TOP + 11), BOTTOM - 3)
     # Candidates by baseline, each with its x0s in order. Last resort (curves everywhere, e.g.
     # an oscillating run): the margin above the plot, where no curve goes, told apart by colour.
-    rows = (
-        (first_row, lefts),
-        (min(max(other_side, TOP + 11), BOTTOM - 3), lefts),
-        (TOP - 8, (LEFT, RIGHT - width)),
-    )
+    rows: list[tuple[float, tuple[float, ...]]] = [
+        (min(max(side, TOP + 11), BOTTOM - 3), lefts) for side in sides
+    ]
+    rows.append((TOP - 8, (LEFT, RIGHT - width)))
+    guides = sorted(guide_ys)
     for baseline, row in rows:
         top, bottom = baseline - 11, baseline + 3  # Box.top and Box.bottom
-        for y in guide_ys:
-            if top - 1 <= y <= bottom + 1:
-                break  # it crosses a guide (whatever its x)
-        else:
-            y_range = (top - 2, bottom + 2)  # Box.holds
-            for x0 in row:
-                x1 = x0 + width
-                for other in placed:
-                    if not (
-                        x1 < other.x0 or other.x1 < x0 or bottom < other.top or other.bottom < top
-                    ):
-                        break  # it meets a label already placed
-                else:
-                    if not curve_meets(ys, steps, (x0 - 2, x1 + 2), y_range, shapes):
-                        return Box(x0, x1, baseline)
-    return Box(lefts[0], lefts[0] + width, first_row)
+        k = bisect_left(guides, top - 1)
+        if k < len(guides) and guides[k] <= bottom + 1:
+            continue  # it crosses a guide (whatever its x)
+        for x0 in row:
+            x1 = x0 + width
+            if placed and any(
+                not (x1 < other.x0 or other.x1 < x0 or bottom < other.top or other.bottom < top)
+                for other in placed
+            ):
+                continue  # it meets a label already placed
+            if not curve_meets(ys, steps, (x0 - 2, x1 + 2), (top - 2, bottom + 2)):  # Box.holds
+                return Box(x0, x1, baseline)
+    baseline, row = rows[0]
+    return Box(row[0], row[0] + width, baseline)
 
 
 @lru_cache(maxsize=16)
@@ -731,23 +675,13 @@ def trajectory_chart(path: Trajectory | PathEnds, words: PathWords | None = None
     """w over the SGD steps under both schemes, with each scheme's fixed point as a guide."""
     words = words or path_words(path)
     n = path.steps + 1
-    w_global, w_rank_mean = path.w_global, path.w_rank_mean
-    values = (*w_global, *w_rank_mean, path.fixed_point_global, path.fixed_point_rank_mean)
-    # A monotone or tame path's least and greatest w are among its first two and last two
-    # (curve_shape); its ys are of the same shape (each y = BOTTOM - (w - low) / span · height,
-    # a monotone map). Taken in another order, min and max can differ only in a zero's sign,
-    # which nice_range's bounds do not keep (math.floor and math.ceil give ints).
-    shapes = (curve_shape(w_global), curve_shape(w_rank_mean))
-    if shapes[0] and shapes[1]:
-        low_global, high_global = _extent(w_global, shapes[0])
-        low_rank_mean, high_rank_mean = _extent(w_rank_mean, shapes[1])
-        fixed_global, fixed_rank_mean = path.fixed_point_global, path.fixed_point_rank_mean
-        low, high, step = nice_range(
-            min(low_global, low_rank_mean, fixed_global, fixed_rank_mean),
-            max(high_global, high_rank_mean, fixed_global, fixed_rank_mean),
-        )
-    else:
-        low, high, step = nice_range(min(values), max(values))
+    values = (
+        *path.w_global,
+        *path.w_rank_mean,
+        path.fixed_point_global,
+        path.fixed_point_rank_mean,
+    )
+    low, high, step = nice_range(min(values), max(values))
     span = high - low or 1.0
     height = BOTTOM - TOP
     ys = [BOTTOM - (value - low) / span * height for value in values]  # _y of each value
@@ -765,7 +699,7 @@ def trajectory_chart(path: Trajectory | PathEnds, words: PathWords | None = None
     guide_ys = ys[2 * n :]
     placed: list[Box] = []
     for text, guide_y in zip(labels, guide_ys, strict=True):
-        placed.append(place_label(text, guide_y, ys[0], ys, path.steps, guide_ys, placed, shapes))
+        placed.append(place_label(text, guide_y, ys[0], ys, path.steps, guide_ys, placed))
     box_global, box_rank_mean = placed
     # Positional: the fields in LineChart's order (a little quicker than by keyword).
     return LineChart(
