@@ -3,11 +3,13 @@
 Each of wrk's 60 connections is a student (one thread, 60 walks taken in turn): every request
 moves one slider of that student's lab one slider step (a count by up to 3, a mean by up to 0.5,
 η by up to 0.05, w by up to 1; now and then P by one rank, as the form sends it: ``P`` and the
-old ranks) and asks for the results pane, as htmx does on every input event. A gesture is 4 to
-20 such steps; when it ends, the student's next request is the details below the pane for the
-state reached (as the page asks once the inputs pause): about one request in thirteen. Between two
-requests a student pauses 40 to 93 ms (wrk's ``delay()``), so a student sends about 15 requests a
-second while answers are quick, and the class about 900. The app runs as in the image: 2 uvicorn
+old ranks) and asks for the results pane, as htmx does on every input event. Between two steps
+a student pauses 40 to 93 ms (wrk's ``delay()``), so a student sends about 15 of them a second
+while answers are quick, and the class about 900. Beside them go what lab.js asks for: the
+pictures (number line, SGD paths) at a gesture's first step, then every third step (its 200 ms
+at this pace) and once for the state the gesture reached; the details below the pane once for
+that state, as the inputs pause. A gesture is 4 to 20 steps. These go out on the next request
+slot, after a pause of at most 5 ms. The app runs as in the image: 2 uvicorn
 workers, the confirmation pool started and idle. Its floor, in the same run and paired run by run
 (floor, app, floor, app …): the same 60 students against a bare endpoint answering fixed bytes.
 Throughput, p50 and p99 are given as ratios to the floor; any non-2xx answer fails the run.
@@ -22,6 +24,7 @@ import sys
 from collections.abc import Sequence
 
 from bench.load import (
+    CHARTS,
     DETAILS,
     PANE,
     RESULTS,
@@ -78,15 +81,26 @@ local function step(s)
   return p, p
 end
 
--- The details' request: the same headers as the pane's (wrk.headers, as the run gives them:
--- gzip asked for as a browser does) but another HX-Target.
-local function details_headers()
+-- The pictures' and the details' requests: the same headers as the pane's (wrk.headers, as
+-- the run gives them: gzip asked for as a browser does) but another HX-Target.
+local function follow_headers(target)
   local headers = {}
   for name, value in pairs(wrk.headers) do
     headers[name] = value
   end
-  headers["HX-Target"] = "lab-details"
+  headers["HX-Target"] = target
   return headers
+end
+
+-- What the page asks for beside the panes, sent on the next request slot after a short pause:
+-- lab.js asks for the pictures at a gesture's first step and then at most every 200 ms (about
+-- every third step at one step every 40-93 ms), and once more after its last step; the details
+-- once the inputs pause.
+local CHARTS_EVERY = 3
+local follows = {}
+
+local function follow(path, target)
+  follows[#follows + 1] = wrk.format(nil, path, follow_headers(target))
 end
 
 local function state_query(s, p)
@@ -103,19 +117,28 @@ local function state_query(s, p)
 end
 
 function request()
+  if #follows > 0 then
+    return table.remove(follows, 1)
+  end
   turn = turn % STUDENTS + 1
   local s = students[turn]
   if s == nil then
     s = new_student()
     students[turn] = s
   end
-  -- A gesture is 4 to 20 slider steps; when it ends the inputs pause and the details below
-  -- the pane ask for the state the gesture reached.
+  -- A gesture is 4 to 20 slider steps; when it ends the inputs pause, the pictures ask for
+  -- the state the gesture reached (unless its last step asked already) and so do the details.
   if s.left == nil then
     s.left = math.random(4, 20)
+    s.since = CHARTS_EVERY - 1
   elseif s.left == 0 then
     s.left = nil
-    return wrk.format(nil, state_query(s, #s.counts), details_headers())
+    local reached = state_query(s, #s.counts)
+    follow(reached, "lab-details")
+    if s.since > 0 then
+      return wrk.format(nil, reached, follow_headers("lab-charts"))
+    end
+    return table.remove(follows, 1)
   end
   s.left = s.left - 1
   local sent_p, old_p = step(s)
@@ -128,10 +151,21 @@ function request()
   end
   parts[#parts + 1] = string.format("eta=%.2f", s.eta)
   parts[#parts + 1] = string.format("w=%.1f", s.w)
-  return wrk.format(nil, "/lab?" .. table.concat(parts, "&"))
+  local path = "/lab?" .. table.concat(parts, "&")
+  s.since = s.since + 1
+  if s.since >= CHARTS_EVERY then
+    s.since = 0
+    follow(path, "lab-charts")
+  end
+  return wrk.format(nil, path)
 end
 
+-- A student pauses 40 to 93 ms between input events; a request the page sends beside them
+-- goes out (nearly) at once.
 function delay()
+  if #follows > 0 then
+    return math.random(0, 5)
+  end
   return math.random(40, 93)
 end
 """.replace("__STUDENTS__", str(STUDENTS))
@@ -142,7 +176,10 @@ CLASS = Target(
     PANE,
     STUDENTS,
     WALK_LUA,
-    also=((DETAILS, "/lab?counts=2,6&means=1,3&eta=0.1&w=10"),),
+    also=(
+        (CHARTS, "/lab?counts=2,6&means=1,3&eta=0.1&w=10"),
+        (DETAILS, "/lab?counts=2,6&means=1,3&eta=0.1&w=10"),
+    ),
 )
 
 

@@ -7,9 +7,10 @@ the pairs' ratios, so a neighbour's burst on this shared machine lands on one pa
 side. Any non-2xx answer or socket error fails the run. The lab is loaded at 32 connections two
 ways: one state over and over, and a NEW random state on every request (2 to 8 ranks, every
 count, mean, η and w drawn afresh), which is what a class dragging sliders sends: the results
-pane, as the form asks on every input event. The details below the pane (asked for once the
-inputs pause) are loaded the same way as a row of their own. The app runs as
-in a classroom: its confirmation pool started and idle (in a private runtime folder).
+pane, as the form asks on every input event. The pictures (asked for a few times a second
+while the inputs change) and the details below the pane (asked for once the inputs pause) are
+loaded the same way, each as a row of its own. The app runs as in a classroom: its
+confirmation pool started and idle (in a private runtime folder).
 
 Besides throughput and latency, each run reports the server's CPU time per request (uvicorn and
 its workers, from /proc): on a machine shared with other work the wall-clock figures move with
@@ -46,6 +47,8 @@ BROWSER = {"Accept-Encoding": "gzip, deflate, br, zstd"}
 # sends once the inputs pause.
 PANE = {**BROWSER, "HX-Request": "true", "HX-Target": "lab-results"}
 DETAILS = {**BROWSER, "HX-Request": "true", "HX-Target": "lab-details"}
+# What lab.js asks for a few times a second while the inputs change: the pictures.
+CHARTS = {**BROWSER, "HX-Request": "true", "HX-Target": "lab-charts"}
 
 # Issue 8's goal for a new lab state on every request, at 32 connections.
 GOAL_RPS_RATIO = 0.4
@@ -81,7 +84,7 @@ class Target:
     connections: int
     request_lua: str = ""
     # Other answers its script asks for on the same route (headers, path): the floor answers
-    # each with the app's bytes for them (the lab's details, told apart by HX-Target).
+    # each with the app's bytes for them (the lab's pictures and details, by HX-Target).
     also: tuple[tuple[dict[str, str], str], ...] = ()
 
 
@@ -89,6 +92,7 @@ TARGETS = (
     Target("lesson page", "/", BROWSER, 64),
     Target("lab, one state", f"/lab?{LAB_QUERY}", PANE, 32),
     Target("lab, new state", f"/lab?{LAB_QUERY}", PANE, 32, NEW_STATE_LUA),
+    Target("pictures, new", f"/lab?{LAB_QUERY}", CHARTS, 32, NEW_STATE_LUA),
     Target("details, new", f"/lab?{LAB_QUERY}", DETAILS, 32, NEW_STATE_LUA),
 )
 GOAL_TARGET = "lab, new state"

@@ -98,29 +98,35 @@ def test_new_state_traffic_sends_a_new_valid_state_each_time(
     assert len({path for path, _ in seen}) > 0.95 * len(seen)
 
 
-def test_a_dragging_class_moves_one_slider_a_step_and_asks_for_details_after_gestures(
+def test_a_dragging_class_moves_one_slider_a_step_and_asks_for_what_the_page_asks(
     recorded: tuple[str, Seen],
 ) -> None:
     url, seen = recorded
     run(url, drag.CLASS, seconds=3)
-    panes = [(p, h) for p, h in seen if h["hx-target"] == "lab-results"]
-    details = [(p, h) for p, h in seen if h["hx-target"] == "lab-details"]
-    assert len(panes) + len(details) == len(seen)
-    # 60 students, one request every 40-93 ms each: about 900 a second.
-    assert 500 < len(seen) / 3 < 1100
-    # A gesture is 4 to 20 steps, then one request for the details: 1 in 5 to 1 in 21.
-    assert 1 / 21 < len(details) / len(seen) < 1 / 5
+    by_target: dict[str, list[str]] = {"lab-results": [], "lab-charts": [], "lab-details": []}
+    for path, headers in seen:
+        by_target[headers["hx-target"]].append(path)
+    panes, charts, details = by_target.values()
+    assert len(panes) + len(charts) + len(details) == len(seen)
+    # 60 students, one input event every 40-93 ms each (about 900 panes a second) and the
+    # requests beside them (a few hundred): fewer where this recorder is slow to answer.
+    assert 500 < len(seen) / 3 < 1500
+    # A gesture is 4 to 20 steps, then one request for the details: 1 in 4 to 1 in 20 panes.
+    assert 1 / 20 < len(details) / len(panes) < 1 / 4
+    # The pictures: a gesture's first step, every third step after it, and its end (unless its
+    # last step asked): about a third of the panes and once per gesture more, never per pane.
+    assert len(panes) / 3 < len(charts) < len(panes) / 3 + 2 * len(details) + 60
     for path, headers in seen:
         state_of(path)
         assert "gzip" in headers["accept-encoding"]
         assert headers["hx-request"] == "true"
     # A student's walk: each request differs from the one before by one slider step, so most
     # consecutive pane requests of the class are new states.
-    assert len({path for path, _ in panes}) > 0.5 * len(panes)
-    # The details ask for a state the student's drag reached: one a pane request showed before.
-    shown: set[str] = set()
-    for path, headers in seen:
-        if headers["hx-target"] == "lab-results":
-            shown.add(canonical(path))
-        else:
-            assert canonical(path) in shown, path
+    assert len(set(panes)) > 0.5 * len(panes)
+    # The pictures and the details ask for a state the student's drag reached: one a pane
+    # request shows, sent beside it, so either may arrive first, and the run's end may cut
+    # the pane off (one per connection at most).
+    shown = {canonical(path) for path in panes}
+    unseen = [path for path in (*charts, *details) if canonical(path) not in shown]
+    assert len(unseen) <= drag.STUDENTS, unseen
+    assert len(unseen) < 0.05 * (len(charts) + len(details)), unseen

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from app.engine import EngineError, from_items, from_means, trajectory
 from app.lab import markup
-from app.lab.view import LabDetails, LabView, lab_details, lab_view
+from app.lab.pictures import implied_path
+from app.lab.view import LabCharts, LabDetails, lab_charts, lab_details
 from app.templating import templates
 from tests.lab_states import items_state, means_state
 
@@ -138,8 +139,8 @@ PLAIN = jinja2.Environment(autoescape=False)
 ESCAPED = jinja2.Environment(autoescape=True)
 
 
-def check(view: LabView, details: LabDetails) -> None:
-    """Every filter writes what its loop wrote, for this view and its details."""
+def check(view: LabCharts, details: LabDetails) -> None:
+    """Every filter writes what its loop wrote, for these pictures and these details."""
     assert markup.rank_rows(details.ranks, details.mode) == PLAIN.from_string(RANK_ROWS).render(
         v=details
     )
@@ -189,7 +190,7 @@ def test_means_form_elements_are_the_loops_text(
     state = means_state(ranks[0], ranks[1], eta, w)
     with contextlib.suppress(EngineError):
         result = from_means(state.counts, state.means, eta=eta, w=w)
-        check(lab_view(result, state), lab_details(result, state))
+        check(lab_charts(result, implied_path(state)), lab_details(result, state))
 
 
 @settings(max_examples=60, deadline=None)
@@ -205,7 +206,7 @@ def test_items_form_elements_are_the_loops_text(
     with contextlib.suppress(EngineError):
         result = from_items(targets, eta=eta, w=w)
         path = trajectory(targets, None, eta=eta, w=w, steps=30)
-        check(lab_view(result, state, path), lab_details(result, state))
+        check(lab_charts(result, path), lab_details(result, state))
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ LESSON = "counts=2,6&means=1,3&eta=0.1&w=10"
 ITEMS = "targets=9,9;7,7,7,7,7,7&eta=0.1&w=10&steps=30"
 HX = {"HX-Request": "true", "HX-Target": "lab-results"}
 DETAILS = {"HX-Request": "true", "HX-Target": "lab-details"}
+CHARTS = {"HX-Request": "true", "HX-Target": "lab-charts"}
 
 
 def soup(text: str) -> BeautifulSoup:
@@ -191,7 +192,8 @@ def test_empty_rank_shows_a_warning(client: TestClient) -> None:
 
 
 def test_items_form_draws_w_over_the_steps_for_both_schemes(client: TestClient) -> None:
-    page = soup(client.get(f"/lab?{ITEMS}", headers=HX).text)
+    pane, charts = (client.get(f"/lab?{ITEMS}", headers=h).text for h in (HX, CHARTS))
+    page = soup(pane + charts)
     chart = page.select_one("#lab-chart-trajectory-title")
     assert chart is not None
     svg = chart.find_parent("svg")
@@ -213,10 +215,10 @@ def test_heavy_padding_counts_only_weighted_tokens(client: TestClient) -> None:
 
 
 def test_charts_are_labelled_svg(client: TestClient) -> None:
-    pane = client.get(f"/lab?{LESSON}", headers=HX).text
-    page = soup(pane + client.get(f"/lab?{LESSON}", headers=DETAILS).text)
+    pictures = client.get(f"/lab?{LESSON}", headers=CHARTS).text
+    page = soup(pictures + client.get(f"/lab?{LESSON}", headers=DETAILS).text)
     charts = page.select("svg[role=img]")
-    # The number line and the implied SGD path (results pane), the two bar charts (details).
+    # The number line and the implied SGD path (pictures), the two bar charts (details).
     assert len(charts) == 4
     for svg in charts:
         title, desc = svg.find("title"), svg.find("desc")
@@ -258,13 +260,58 @@ def test_a_drag_gets_the_pane_and_the_details_come_by_their_own_request(
     assert whole.select_one("#lab-results .lab-figures") is not None
 
 
-def test_details_of_an_invalid_state_are_a_422_without_numbers(client: TestClient) -> None:
-    response = client.get("/lab?counts=2,x&means=1,3&eta=0.1&w=10", headers=DETAILS)
+def test_a_drag_gets_the_figures_and_the_pictures_come_by_their_own_request(
+    client: TestClient,
+) -> None:
+    """An input event's answer holds no picture: the number line and the SGD paths answer
+    their own request (HX-Target: lab-charts), which lab.js sends a few times a second."""
+    pane = soup(client.get(f"/lab?{LESSON}", headers=HX).text)
+    assert pane.select_one("#lab-results .lab-figures") is not None
+    assert pane.select_one("svg") is None
+    assert pane.select_one("#lab-charts") is None
+
+    response = client.get(f"/lab?{LESSON}", headers=CHARTS)
+    assert response.status_code == 200
+    assert "HX-Target" in response.headers["Vary"]
+    assert response.headers["X-Lab-Url"] == f"/?{LESSON}"
+    charts = soup(response.text)
+    (element,) = charts.select("#lab-charts")
+    assert not element.has_attr("hx-swap-oob")  # it is the swap's own target
+    assert element["hx-get"] == "/lab"
+    assert element["hx-include"] == "#lab-form"
+    assert element["hx-trigger"] == "refresh-charts, submit from:#lab-form"
+    assert element.select_one("#lab-chart-line-title") is not None
+    assert element.select_one("#lab-chart-trajectory-title") is not None
+    assert charts.select_one(".lab-figures") is None
+    assert charts.select_one("#lab-details") is None
+    # The lesson's means 1 and 3 at w = 10 imply targets 9 and 7, weighted 2 and 6: 7.5 and 8.
+    assert value(charts, "fixed-global") == "7.5"
+    assert value(charts, "fixed-rank-mean") == "8"
+
+    # The whole lab (a preset) and the page place the pictures once, under the figures.
+    for whole in (
+        soup(client.get(f"/lab?{LESSON}", headers={**HX, "HX-Target": "lab"}).text),
+        soup(client.get(f"/?{LESSON}").text),
+    ):
+        (pictures,) = whole.select(".lab-pane #lab-charts")
+        assert pictures.select_one("#lab-chart-trajectory-title") is not None
+        assert pictures.find_previous_sibling(id="lab-results") is not None
+
+
+@pytest.mark.parametrize(
+    ("headers", "element", "content"),
+    [(CHARTS, "#lab-charts", "svg"), (DETAILS, "#lab-details", "[data-formula]")],
+    ids=["pictures", "details"],
+)
+def test_what_follows_the_pane_answers_an_invalid_state_with_a_422_and_no_numbers(
+    client: TestClient, headers: dict[str, str], element: str, content: str
+) -> None:
+    response = client.get("/lab?counts=2,x&means=1,3&eta=0.1&w=10", headers=headers)
     assert response.status_code == 422
     assert "X-Lab-Url" not in response.headers
-    details = soup(response.text)
-    assert details.select_one("#lab-details") is not None
-    assert details.select_one("[data-formula]") is None
+    answer = soup(response.text)
+    assert answer.select_one(element) is not None
+    assert answer.select_one(content) is None
 
 
 def test_changing_p_renders_the_rank_rows_out_of_band(client: TestClient) -> None:

@@ -14,15 +14,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engine import EngineError, from_items, from_means, ring_allreduce, trajectory
+from app.lab.pictures import implied_path
 from app.lab.view import (
     BOTTOM,
     LEFT,
     RIGHT,
     TOP,
+    LabCharts,
     LabDetails,
     LabView,
     counts_chart,
     influence_chart,
+    lab_charts,
     lab_details,
     lab_view,
     nice_ceiling,
@@ -141,7 +144,7 @@ def test_empty_rank_has_no_bar_height() -> None:
 def test_trajectory_chart_spans_the_steps_and_orders_the_fixed_points() -> None:
     result = from_items(ITEMS.targets, eta=0.1, w=10.0)
     path = trajectory(ITEMS.targets, eta=0.1, w=10.0, steps=30)
-    view = lab_view(result, ITEMS, path)
+    view = lab_charts(result, path)
     assert view.trajectory is not None
     chart = view.trajectory.chart
     for line in chart.lines:
@@ -224,17 +227,25 @@ def test_no_view_text_holds_a_character_html_gives_a_meaning_to(
     ranks: tuple[list[float], list[float]], eta: float, w: float, targets: list[list[float]]
 ) -> None:
     """The results fragment writes the view's text unescaped: it must never need escaping."""
-    views: list[LabView | LabDetails] = []
+    views: list[LabView | LabCharts | LabDetails] = []
+    result_ok = False
     state = means_state(ranks[0], ranks[1], eta, w)
     # Out of the float range the engine refuses, and the lab shows that error (escaped) instead.
+    # The pictures come by their own request, after the figures: a state the engine took for
+    # the figures must draw them too (an EngineError from the path would fail that request).
     with contextlib.suppress(EngineError):
         means_result = from_means(state.counts, state.means, eta=eta, w=w)
         views += [lab_view(means_result, state), lab_details(means_result, state)]
+    if views:
+        views.append(lab_charts(means_result, implied_path(state)))
     items = items_state(targets, None, eta, w, 30)
     with contextlib.suppress(EngineError):
         result = from_items(targets, eta=eta, w=w)
+        views += [lab_view(result, items), lab_details(result, items)]
+        result_ok = True
+    if result_ok:
         path = trajectory(targets, None, eta=eta, w=w, steps=30)
-        views += [lab_view(result, items, path), lab_details(result, items)]
+        views.append(lab_charts(result, path))
     for view in views:
         for text in texts(view):
             # An apostrophe is plain text in element content and in double-quoted attributes.

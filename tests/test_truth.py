@@ -34,10 +34,10 @@ from hypothesis import strategies as st
 from app.engine import EngineError, accumulate, from_items, from_means, ring_allreduce, trajectory
 from app.lab.compute import compute
 from app.lab.state import GradientRequest, RingRequest
-from app.lab.view import lab_details, lab_view, ring_view
+from app.lab.view import lab_charts, lab_details, lab_view, ring_view
 from app.numbers import fmt
 from app.sentences import MOST_DIGITS
-from tests.lab_states import items_state, means_state, ring_state
+from tests.lab_states import means_state, ring_state
 
 STATES: Counter[str] = Counter()
 MINUS, TIMES = "\u2212", "\u00d7"
@@ -420,14 +420,7 @@ def test_sgd_courses_say_heading_only_when_contracting(
     STATES["items"] += 1
     result = from_items(targets, weights, eta=eta, w=w)
     path = trajectory(targets, weights, eta=eta, w=w, steps=steps)
-    lab_state = items_state(
-        tuple(map(tuple, targets)),
-        None if weights is None else tuple(map(tuple, weights)),
-        eta,
-        w,
-        steps,
-    )
-    view = lab_view(result, lab_state, path)
+    view = lab_charts(result, path)
     assert view.trajectory is not None
     words = view.trajectory
     rank_weights = weights or [[1.0] * len(rank) for rank in targets]
@@ -555,11 +548,7 @@ def test_one_rank_difference_is_exactly_zero_in_engine_api_and_page(client: Test
 def test_diverging_eta_in_the_items_form_never_heads_to_a_fixed_point() -> None:
     targets = [[9.0, 9.0], [7.0] * 6]
     path = trajectory(targets, eta=2.5, w=10, steps=30)
-    view = lab_view(
-        from_items(targets, eta=2.5, w=10),
-        items_state(((9.0, 9.0), (7.0,) * 6), None, 2.5, 10, 30),
-        path,
-    )
+    view = lab_charts(from_items(targets, eta=2.5, w=10), path)
     assert view.trajectory is not None
     assert view.trajectory.global_verb == "diverges from"
     assert "−1.5" in view.trajectory.global_clause

@@ -29,7 +29,16 @@ from app.lab.query import (
     ring_query_pairs,
 )
 from app.lab.state import MAX_COUNT, MAX_RANKS, GradientRequest
-from app.lab.view import LabDetails, LabView, RingView, lab_details, lab_view, ring_view
+from app.lab.view import (
+    LabCharts,
+    LabDetails,
+    LabView,
+    RingView,
+    lab_charts,
+    lab_details,
+    lab_view,
+    ring_view,
+)
 from app.numbers import fmt
 
 ParsedT = TypeVar("ParsedT")
@@ -147,6 +156,22 @@ class LabPanel(Panel[ParsedLab, LabView]):
     result: GradientResult | None = None
 
     @cached_property
+    def charts(self) -> LabCharts | None:
+        """The pictures (number line, SGD paths), built only when a template shows them: a
+        drag's answer on each input event is the figures alone, and the pictures follow by
+        their own request a few times a second."""
+        state = self.state
+        if self.result is None or state is None:
+            return None
+        if state.counts is not None:
+            return lab_charts(self.result, implied_path(state))
+        targets = state.targets or []
+        weights = cast(list[list[float]] | None, state.weights)
+        steps = state.steps or 0
+        path = trajectory(targets, weights, eta=state.eta, w=state.w, steps=steps)
+        return lab_charts(self.result, path)
+
+    @cached_property
     def details(self) -> LabDetails | None:
         """The details below the pane, built only when a template shows them (a drag's answer
         is the pane alone)."""
@@ -227,16 +252,14 @@ def lab_panel(query: Mapping[str, str]) -> LabPanel:
     try:
         if state.counts is not None:
             result = from_means(state.counts, state.means or [], eta=state.eta, w=state.w)
-            view = lab_view(result, state, implied_path(state))
         else:
             targets = state.targets or []
             weights = cast(list[list[float]] | None, state.weights)
             result = from_items(targets, weights, eta=state.eta, w=state.w)
-            path = trajectory(targets, weights, eta=state.eta, w=state.w, steps=state.steps or 0)
-            view = lab_view(result, state, path)
             m = acc_m or accumulation.DEFAULT
             window = accumulation.view(accumulation.run(state, m))
             extra = accumulation.pairs(m)
+        view = lab_view(result, state)
     except EngineError as exc:
         return LabPanel(parsed, None, (engine_error(exc),), (), acc_raw)
     pairs = (*(parsed.canonical or lab_query_pairs(state)), *extra)

@@ -31,8 +31,9 @@ class RequestRoute(APIRoute):
 
 router = APIRouter(tags=["lab"], route_class=RequestRoute)
 
-# The lab answers one URL four ways: the whole page, the whole lab, the results pane (what a
-# drag asks for on every input event) or the details below it (asked for when the inputs pause).
+# The lab answers one URL five ways: the whole page, the whole lab, the results pane (what a
+# drag asks for on every input event), its pictures (asked for a few times a second while the
+# inputs change) or the details below it (asked for when the inputs pause).
 VARY = "HX-Request, HX-Target"
 STATE_URL_HEADER = "X-Lab-Url"
 
@@ -73,8 +74,8 @@ def full_page(request: Request, context: dict[str, Any]) -> Response:
 # async: the work is a fraction of a millisecond of CPU, less than a hop to the thread pool.
 @router.get("/lab", name="lab", response_class=HTMLResponse)
 async def lab(request: Request) -> Response:
-    """The lab for the state in the query: for htmx its results pane, its details or the whole
-    lab (by HX-Target); else the whole page."""
+    """The lab for the state in the query: for htmx its results pane, its pictures, its details
+    or the whole lab (by HX-Target); else the whole page."""
     context = page_context(request.query_params)
     if request.headers.get("HX-Request") != "true":
         return full_page(request, context)
@@ -85,6 +86,8 @@ async def lab(request: Request) -> Response:
         return fragment(request, "_lab.html", context, valid)
     if target == "lab-details":
         return fragment(request, "_lab_details.html", context, valid)
+    if target == "lab-charts":
+        return fragment(request, "_lab_charts.html", context, valid)
     context.update(oob_status=True, oob_ranks=panel.parsed.resized, oob_carry=valid, oob_rest=True)
     return fragment(request, "_lab_results.html", context, valid)
 

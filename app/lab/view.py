@@ -169,7 +169,7 @@ class TrajectoryView(NamedTuple):
 
 class LabView(NamedTuple):
     """The results pane, as text: what a drag refreshes on every input event (a named tuple,
-    like the SGD chart's records: built on every drag)."""
+    like the SGD chart's records: built on every drag). The pictures are :class:`LabCharts`."""
 
     mode: str
     N: str
@@ -181,9 +181,15 @@ class LabView(NamedTuple):
     agree: bool
     verdict: str
     warnings: tuple[str, ...]
-    trajectory: TrajectoryView | None
-    number_line: NumberLine
     summary: str
+
+
+class LabCharts(NamedTuple):
+    """The pictures below the figures: the rank means on a number line and the SGD paths.
+    A drag refreshes them at most every few input events (templates/_lab_parts.html, charts)."""
+
+    number_line: NumberLine
+    trajectory: TrajectoryView | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,10 +250,8 @@ def _mode(state: GradientRequest) -> str:
     return "items" if state.targets is not None else "means"
 
 
-def lab_view(
-    result: GradientResult, state: GradientRequest, path: Trajectory | PathEnds | None = None
-) -> LabView:
-    """The results pane's view of one engine result (and, in the items form, a trajectory)."""
+def lab_view(result: GradientResult, state: GradientRequest) -> LabView:
+    """The results pane's view of one engine result."""
     g_digits, rank_mean_digits = expansions(result)
     shown = figures(result, g_digits, rank_mean_digits)
     return LabView(
@@ -261,13 +265,16 @@ def lab_view(
         agree=result.agreement.agree,
         verdict=verdict(result, g_digits, rank_mean_digits),
         warnings=tuple(minus_signs(text) for text in result.warnings),
-        trajectory=trajectory_view(path) if path is not None else None,
-        number_line=number_line(result, fmt),
         summary=(
             f"N {shown.N}: g {shown.global_gradient} against the rank mean"
             f" {shown.rank_mean_gradient}; w new {shown.w_new} against {shown.w_new_rank_mean}."
         ),
     )
+
+
+def lab_charts(result: GradientResult, path: Trajectory | PathEnds | None) -> LabCharts:
+    """The pictures' view of one engine result and, when there is one, its SGD paths."""
+    return LabCharts(number_line(result, fmt), trajectory_view(path) if path is not None else None)
 
 
 def lab_details(result: GradientResult, state: GradientRequest) -> LabDetails:

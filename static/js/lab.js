@@ -19,6 +19,8 @@
     return document.querySelector('input.lab-slider[data-sync="' + number.id + '"]');
   }
 
+  var FOLLOWERS = ["lab-charts", "lab-details"];
+
   // Capture phase: this runs before htmx's listener on the form reads the values, so the
   // request always carries the slider's new value in the (named) number input.
   document.addEventListener(
@@ -28,11 +30,16 @@
       if (!(input instanceof HTMLInputElement) || !input.closest("#lab")) {
         return;
       }
-      // The details follow by their own request once the inputs pause: until their answer
-      // replaces them they describe earlier inputs, and say so to assistive technology.
-      var details = input.closest("#lab-form") && document.getElementById("lab-details");
-      if (details) {
-        details.setAttribute("aria-busy", "true");
+      // The pictures and the details follow by their own requests (a few times a second, and
+      // once the inputs pause): until their answers replace them they describe earlier
+      // inputs, and say so to assistive technology.
+      if (input.closest("#lab-form")) {
+        FOLLOWERS.forEach(function (id) {
+          var element = document.getElementById(id);
+          if (element) {
+            element.setAttribute("aria-busy", "true");
+          }
+        });
       }
       if (input.classList.contains("lab-slider")) {
         var number = document.getElementById(input.dataset.sync);
@@ -63,10 +70,12 @@
         element.classList.toggle("lab-stale", stale);
       }
     });
-    var details = document.getElementById("lab-details");
-    if (details && stale) {
-      details.classList.add("lab-stale");
-    }
+    FOLLOWERS.forEach(function (id) {
+      var element = document.getElementById(id);
+      if (element && stale) {
+        element.classList.add("lab-stale");
+      }
+    });
   }
 
   function showProblems(fragment) {
@@ -103,7 +112,7 @@
     }
     detail.isError = false;
     detail.shouldSwap = true;
-    if (detail.target.id === "lab-details") {
+    if (FOLLOWERS.indexOf(detail.target.id) >= 0) {
       // The pane's answer for the same inputs already named the problem and marked these stale.
       detail.shouldSwap = false;
     } else if (detail.target.id === "lab-results") {
@@ -113,6 +122,44 @@
         detail.shouldSwap = false;
       }
     }
+  });
+
+  // The pictures follow a drag a few times a second: a refresh-charts event at most every
+  // CHARTS_MS while the form's inputs change (the first at once), and one more after the last
+  // change, so they always end on the inputs' last state. htmx's own throttle drops that last
+  // one, hence this. Each answer costs about what the figures' does (bench/README.md).
+  var CHARTS_MS = 200;
+  var chartsTimer = 0;
+  var chartsPending = false;
+
+  function refreshCharts() {
+    var charts = document.getElementById("lab-charts");
+    if (charts && window.htmx) {
+      window.htmx.trigger(charts, "refresh-charts");
+    }
+  }
+
+  function chartsTick() {
+    if (chartsPending) {
+      chartsPending = false;
+      refreshCharts();
+      chartsTimer = window.setTimeout(chartsTick, CHARTS_MS);
+    } else {
+      chartsTimer = 0;
+    }
+  }
+
+  document.addEventListener("input", function (event) {
+    var input = event.target;
+    if (!(input instanceof HTMLInputElement) || !input.closest("#lab-form")) {
+      return;
+    }
+    if (chartsTimer) {
+      chartsPending = true;
+      return;
+    }
+    refreshCharts();
+    chartsTimer = window.setTimeout(chartsTick, CHARTS_MS);
   });
 
   // The page address follows the state. The server names it in X-Lab-Url; writing history

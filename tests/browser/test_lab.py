@@ -107,11 +107,12 @@ def test_dragging_the_slider_agrees_with_the_number_input(
     page.wait_for_url(f"**/?counts=2,{dragged}&means=1,3&eta=0.1&w=10#lab")
 
 
-def test_a_drag_asks_for_the_pane_and_the_details_follow_when_it_pauses(
+def test_a_drag_asks_for_the_pane_and_the_pictures_and_details_follow(
     live_server: LiveServer, page: Any
 ) -> None:
-    """Every input event of a drag fetches the results pane; the details below it (formulas,
-    per-rank table, bar charts) are fetched by their own request once the inputs pause."""
+    """Every input event of a drag fetches the results pane; the pictures (number line, SGD
+    paths) are fetched by their own requests a few times a second and once more at the end, and
+    the details below (formulas, per-rank table, bar charts) once the inputs pause."""
     targets: list[str] = []
     page.on(
         "request",
@@ -128,8 +129,23 @@ def test_a_drag_asks_for_the_pane_and_the_details_follow_when_it_pauses(
     expect(page.locator("#lab-details")).not_to_have_attribute("aria-busy", "true")
     table_counts = page.locator('#lab-details [data-col="count"]')
     expect(table_counts).to_have_text(["2", str(dragged)])
-    panes, details = targets.count("lab-results"), targets.count("lab-details")
+    # The pictures end on the last state: targets 9 and 7 (w - mean) weighted 2 and the count.
+    fixed = page.locator('#lab-charts [data-value="fixed-global"]')
+    expected = (2 * 9 + dragged * 7) / (2 + dragged)
+    # Shown to 6 significant digits: within 5e-6 of it, relatively.
+    page.wait_for_function(
+        "([expected]) => Math.abs(Number(document.querySelector("
+        "'#lab-charts [data-value=\"fixed-global\"]').textContent) - expected)"
+        " <= 5e-6 * expected",
+        arg=[expected],
+        timeout=5000,
+    )
+    assert float(fixed.text_content()) == pytest.approx(expected, rel=5e-6)
+    expect(page.locator("#lab-charts")).not_to_have_attribute("aria-busy", "true")
+    panes, charts = targets.count("lab-results"), targets.count("lab-charts")
+    details = targets.count("lab-details")
     assert panes >= 3, targets
+    assert 1 <= charts < panes, targets
     assert 1 <= details < panes, targets
 
 
@@ -176,11 +192,15 @@ def test_bad_input_shows_an_inline_message_and_keeps_the_address(
     page.wait_for_timeout(600)
     expect(page.locator("#lab-details")).to_have_class(re.compile(r"\blab-stale\b"))
     expect(page.locator('#lab-details [data-formula="w-new"]')).to_contain_text("= 9.75")
+    # So do the pictures, whose own request came back a 422 as well.
+    expect(page.locator("#lab-charts")).to_have_class(re.compile(r"\blab-stale\b"))
+    expect(page.locator("#lab-charts .lab-subtitle")).to_contain_text("SGD steps")
     assert state(page.url)["eta"] == ["0.1"]
     eta.fill("0.2")
     expect(figure(page, "w-new")).to_have_text("9.5")
     expect(page.locator('#lab-details [data-formula="w-new"]')).to_contain_text("= 9.5")
     expect(page.locator("#lab-details")).not_to_have_class(re.compile(r"\blab-stale\b"))
+    expect(page.locator("#lab-charts")).not_to_have_class(re.compile(r"\blab-stale\b"))
     expect(eta).not_to_have_attribute("aria-invalid", "true")
     expect(at_field).to_have_count(0)
     expect(page.locator("#lab-results")).not_to_have_class(re.compile(r"\blab-stale\b"))
