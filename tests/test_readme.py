@@ -227,15 +227,17 @@ def test_comparison_refuses_a_wrong_number() -> None:
 def test_readme_screenshot_shows_the_lab_at_the_lessons_example(
     live_server: LiveServer, browser: Any, off_host: OffHostLog
 ) -> None:
-    page = new_page(browser, off_host, viewport={"width": 1280, "height": 860})
+    page = new_page(browser, off_host, viewport={"width": 1280, "height": 1100})
     try:
         page.emulate_media(reduced_motion="reduce", color_scheme="light")
         page.goto(f"{live_server.url}/?{LESSON_STATE}#lab")
         expect(page.locator('#lab [data-value="g"]')).to_have_text("2.5")
         expect(page.locator('#lab [data-value="rank-mean"]')).to_have_text("2")
         expect(page.locator('#lab [data-value="w-new"]')).to_have_text("9.75")
+        expect(page.locator('#lab-charts [data-value="fixed-global"]')).to_have_text("7.5")
         page.evaluate("document.fonts.ready")
-        page.locator("#lab-results").screenshot(path=str(SCREENSHOT))
+        # The results pane: the figures, the verdict and the pictures under them.
+        page.locator(".lab-pane").screenshot(path=str(SCREENSHOT))
     finally:
         page.context.close()
     assert off_host.urls == []
@@ -243,7 +245,7 @@ def test_readme_screenshot_shows_the_lab_at_the_lessons_example(
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
     assert 400 <= width <= 1280, width
-    assert height >= 200, height
+    assert height >= 600, height  # the number line and the SGD paths, not the figures alone
 
 
 def test_test_files_the_docs_name_exist() -> None:
