@@ -149,6 +149,33 @@ def test_a_drag_asks_for_the_pane_and_the_pictures_and_details_follow(
     assert 1 <= details < panes, targets
 
 
+def test_the_pictures_follow_a_held_key_a_few_times_a_second(
+    live_server: LiveServer, page: Any
+) -> None:
+    """Twelve steps 80 ms apart (about a second): the pictures are asked for at the first, then
+    at most every 200 ms while the steps go on, then once for the last state; never per step."""
+    requests: list[Any] = []
+    page.on(
+        "requestfinished",
+        lambda request: (
+            requests.append(request) if request.headers.get("hx-target") == "lab-charts" else None
+        ),
+    )
+    page.goto(f"{live_server.url}/?{LESSON}#lab")
+    slider = page.get_by_role("slider", name="rank 1 count", exact=True)
+    slider.focus()
+    for _ in range(12):
+        page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(80)
+    # Targets 9 and 7 (w - mean) weighted 2 and 6 + 12 = 18: (18 + 126) / 20 = 7.2.
+    expect(page.locator('#lab-charts [data-value="fixed-global"]')).to_have_text("7.2")
+    page.wait_for_timeout(400)
+    times = sorted(request.timing["startTime"] for request in requests)  # ms, browser's clock
+    assert 4 <= len(times) <= 8, times
+    gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    assert min(gaps) >= 150, gaps  # 200 ms apart, give or take the timers' and events' jitter
+
+
 def test_back_button_restores_the_previous_state(live_server: LiveServer, page: Any) -> None:
     page.goto(f"{live_server.url}/?{LESSON}")
     page.get_by_role("spinbutton", name="rank 1 count", exact=True).fill("2")
