@@ -1,6 +1,7 @@
 """The lab in real Chromium: shared URLs, live updates while a slider moves, history, no JS."""
 
 import re
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -172,7 +173,7 @@ def test_the_pictures_follow_a_held_key_a_few_times_a_second(
     page.wait_for_timeout(400)
     times = sorted(request.timing["startTime"] for request in requests)  # ms, browser's clock
     assert 4 <= len(times) <= 8, times
-    gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in pairwise(times)]
     assert min(gaps) >= 150, gaps  # 200 ms apart, give or take the timers' and events' jitter
 
 
