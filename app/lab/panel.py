@@ -165,10 +165,8 @@ class LabPanel(Panel[ParsedLab, LabView]):
             return None
         if state.counts is not None:
             return lab_charts(self.result, implied_path(state))
-        targets = state.targets or []
-        weights = cast(list[list[float]] | None, state.weights)
-        steps = state.steps or 0
-        path = trajectory(targets, weights, eta=state.eta, w=state.w, steps=steps)
+        targets, weights = _items(state)
+        path = trajectory(targets, weights, eta=state.eta, w=state.w, steps=state.steps or 0)
         return lab_charts(self.result, path)
 
     @cached_property
@@ -239,6 +237,11 @@ def _ring_panel(query: Mapping[str, str]) -> RingPanel:
     return RingPanel(parsed, ring_view(cost, state), (), tuple(ring_query_pairs(state)))
 
 
+def _items(state: GradientRequest) -> tuple[list[list[float]], list[list[float]] | None]:
+    """The items form's targets and weights, as the engine takes them."""
+    return state.targets or [], cast(list[list[float]] | None, state.weights)
+
+
 def lab_panel(query: Mapping[str, str]) -> LabPanel:
     """Validate the lab state and run the engine on it."""
     parsed = parse_lab(query)
@@ -253,9 +256,7 @@ def lab_panel(query: Mapping[str, str]) -> LabPanel:
         if state.counts is not None:
             result = from_means(state.counts, state.means or [], eta=state.eta, w=state.w)
         else:
-            targets = state.targets or []
-            weights = cast(list[list[float]] | None, state.weights)
-            result = from_items(targets, weights, eta=state.eta, w=state.w)
+            result = from_items(*_items(state), eta=state.eta, w=state.w)
             m = acc_m or accumulation.DEFAULT
             window = accumulation.view(accumulation.run(state, m))
             extra = accumulation.pairs(m)

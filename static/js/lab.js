@@ -127,7 +127,7 @@
   // The pictures follow a drag a few times a second: a refresh-charts event at most every
   // CHARTS_MS while the form's inputs change (the first at once), and one more after the last
   // change, so they always end on the inputs' last state. htmx's own throttle drops that last
-  // one, hence this. Each answer costs about what the figures' does (bench/README.md).
+  // one, hence this. Each answer costs more than the figures' (bench/README.md).
   var CHARTS_MS = 200;
   var chartsTimer = 0;
   var chartsPending = false;
