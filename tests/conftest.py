@@ -52,6 +52,19 @@ def client() -> Iterator[TestClient]:
         yield test_client
 
 
+def run_benchmark(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m bench.<args>`` from the checkout, on a short run, without the confirmation
+    pool (a benchmark's test checks what it measures, not torch's start)."""
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": "/usr/bin:/bin", "ATLAS_CONFIRM_ENABLED": "false"},
+    )
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -2,21 +2,11 @@
 table of contexts answers byte for byte what computing does, checked inside the benchmark) and
 it reports each of its three ways on a short run."""
 
-import subprocess
-import sys
-
-from tests.conftest import ROOT
+from tests.conftest import run_benchmark
 
 
 def test_serving_alone_is_measured_on_the_same_answers() -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "bench.serving", "--requests", "300", "--rounds", "1"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"PATH": "/usr/bin:/bin", "ATLAS_CONFIRM_ENABLED": "false"},
-    )
+    run = run_benchmark("bench.serving", "--requests", "300", "--rounds", "1")
     assert run.returncode == 0, run.stdout + run.stderr
     figures = {
         line.split()[0]: float(line.split()[1])
