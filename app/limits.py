@@ -74,6 +74,15 @@ async def validation_error(request: Request, error: Exception) -> JSONResponse:
     return JSONResponse(content, status_code=422)
 
 
+# What an operation that takes a body may answer before it runs, for its OpenAPI entry: the body
+# refused by RequestLimits, or not decodable.
+BODY_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"description": "The body could not be decoded (e.g. it is not UTF-8)."},
+    408: {"description": "The body stopped arriving for ATLAS_BODY_TIMEOUT_S seconds."},
+    413: {"description": "The body is larger than ATLAS_MAX_BODY_BYTES (1 MiB unless set)."},
+}
+
+
 class _RefusedError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)

@@ -160,3 +160,28 @@ def _timed(run: Any) -> float:
     started = time.perf_counter()
     run()
     return time.perf_counter() - started
+
+
+def test_every_operation_that_takes_a_body_documents_the_refusal_it_gets(web: TestClient) -> None:
+    """A body over ATLAS_MAX_BODY_BYTES is refused with 413 before anything parses it, on every
+    operation that takes one, and each says so in OpenAPI (with the 408 of a stalled body and the
+    400 of an undecodable one): a client generated from the schema knows every answer."""
+    schema = web.app.openapi()  # type: ignore[attr-defined]
+    operations = [
+        (method, path)
+        for path, item in schema["paths"].items()
+        for method, operation in item.items()
+        if "requestBody" in operation
+    ]
+    assert {("post", "/api/gradient"), ("post", "/api/confirm"), ("post", "/quiz")} <= set(
+        operations
+    )
+    too_large = b"[" + b"0," * (Settings().max_body_bytes // 2) + b"0]"
+    for method, path in operations:
+        documented = schema["paths"][path][method]["responses"]
+        assert {"400", "408", "413"} <= set(documented), (method, path)
+        answer = web.request(
+            method, path, content=too_large, headers={"Content-Type": "application/json"}
+        )
+        assert answer.status_code == 413, (method, path)
+        assert "ATLAS_MAX_BODY_BYTES" in answer.text

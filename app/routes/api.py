@@ -8,6 +8,7 @@ from fastapi.exceptions import RequestValidationError
 from app.engine import EngineError
 from app.lab.compute import GradientResponse, compute, engine_error_detail
 from app.lab.state import LESSON_EXAMPLES, GradientRequest
+from app.limits import BODY_RESPONSES
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -15,7 +16,7 @@ router = APIRouter(prefix="/api", tags=["api"])
 @router.post(
     "/gradient",
     response_model=GradientResponse,
-    responses={400: {"description": "The body could not be decoded (e.g. it is not UTF-8)."}},
+    responses=BODY_RESPONSES,
 )
 def gradient(
     request: Annotated[GradientRequest, Body(openapi_examples=LESSON_EXAMPLES)],

@@ -19,6 +19,7 @@ from app.engine import EngineError
 from app.lab.compute import compute, engine_error_detail
 from app.lab.panel import page_context
 from app.lab.state import LESSON_EXAMPLES, GradientRequest
+from app.limits import BODY_RESPONSES
 from app.templating import templates
 
 router = APIRouter(tags=["confirm"])
@@ -75,7 +76,7 @@ def problem(failed: ConfirmFailedError) -> JSONResponse:
     "/api/confirm",
     response_model=ConfirmResponse,
     responses={
-        400: {"description": "The body could not be decoded (e.g. it is not UTF-8)."},
+        **BODY_RESPONSES,
         429: {
             "model": ConfirmProblem,
             "description": "The confirmation queue is full; retry after the given seconds.",

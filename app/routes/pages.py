@@ -19,6 +19,7 @@ from app.lesson_page import (
     SCORE_COOKIE_AGE,
     Feedback,
 )
+from app.limits import BODY_RESPONSES
 from app.templating import templates
 
 
@@ -85,7 +86,13 @@ def _reveal_target(lesson: RenderedLesson, form: Mapping[str, Sequence[object]])
     return item.question
 
 
-@router.post("/quiz", response_class=HTMLResponse, name="answer_quiz", openapi_extra=QUIZ_FORM)
+@router.post(
+    "/quiz",
+    response_class=HTMLResponse,
+    name="answer_quiz",
+    openapi_extra=QUIZ_FORM,
+    responses=BODY_RESPONSES,
+)
 async def answer_quiz(request: Request) -> Response:
     """Check one answer (or show the answer): the question's feedback for htmx, else a 303 to the
     page at that question, which shows the same feedback from the attempts cookie."""
