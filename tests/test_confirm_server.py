@@ -126,6 +126,24 @@ def test_server_answers_at_once_and_never_imports_torch(server: LiveServer) -> N
     assert probe.stdout.strip() == "False"
 
 
+def thread_names(pid: int) -> list[str]:
+    """The names of a process's threads (what ``top -H`` shows), from /proc."""
+    tasks = Path(f"/proc/{pid}/task")
+    return [(task / "comm").read_text().strip() for task in tasks.iterdir()]
+
+
+def test_each_rank_has_one_gloo_network_thread(server: LiveServer) -> None:
+    # Gloo's network thread wakes every 10 ms, busy or not: one per rank, not one per group
+    # (nine per rank, a tenth of a core for an idle pool), whatever sizes of job have run.
+    wait_ready(server.url)
+    for ranks in (8, 3):
+        assert post(server.url, body_for(ranks, 5)).status_code == 200
+    pool = torch_processes(server.process.pid)
+    assert len(pool) == 8
+    loops = {pid: thread_names(pid).count("gloo_tcp_loop") for pid in pool}
+    assert loops == dict.fromkeys(pool, 1)
+
+
 def forked_ranks(server: LiveServer, pool: set[int]) -> set[int]:
     """The pool's ranks 1…7: rank 0 is the server's child, it forked the others."""
     table = parents()

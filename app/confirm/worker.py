@@ -32,7 +32,14 @@ import torch
 import torch._dynamo  # DDP's constructor imports it (~2 s); the pool preloads it once
 import torch.distributed as dist
 from torch import nn
-from torch._C._distributed_c10d import FileStore, GradBucket
+from torch._C._distributed_c10d import (
+    FileStore,
+    GradBucket,
+    PrefixStore,
+    ProcessGroup,
+    ProcessGroupGloo,
+    Store,
+)
 from torch.nn.parallel import DistributedDataParallel
 
 from app.confirm.jobs import MODES, Job, Microbatch, Mode, ModeReport, RankReport, Reference
@@ -179,41 +186,55 @@ def send(stream: Any, message: dict[str, Any]) -> None:
     stream.flush()
 
 
+def process_groups(
+    rank: int, world: int, store: Store, timeout: timedelta
+) -> dict[int, ProcessGroup]:
+    """A gloo process group for each P this rank is in (ranks 0 … P-1, P from rank + 1 to
+    ``world``), every one on this rank's one gloo device.
+
+    Gloo gives each device a network thread that wakes every 10 ms, busy or not; a device per
+    group (what ``init_process_group`` and ``new_group`` make) was up to nine such threads in
+    each of eight ranks, and cost an idle pool about a tenth of a core. Each group meets its
+    members under its own prefix of the store, so building them takes no collective over the
+    world.
+    """
+    device = ProcessGroupGloo.create_default_device()
+    groups = {}
+    for size in range(world, rank, -1):
+        # Gloo's own options (a device list); torch's stubs know only the backends' common ones.
+        options = ProcessGroupGloo._Options()  # type: ignore[attr-defined]
+        options._devices = [device]
+        options._timeout = timeout
+        prefix = PrefixStore(f"group-{size}/", store)
+        gloo = ProcessGroupGloo(prefix, rank, size, options)
+        group = ProcessGroup(prefix, rank, size)
+        group._set_default_backend(ProcessGroup.BackendType.GLOO)
+        group._register_backend(torch.device("cpu"), ProcessGroup.BackendType.GLOO, gloo)
+        groups[size] = group
+    return groups
+
+
 def serve_rank(rank: int, fd: int, args: argparse.Namespace) -> None:
-    """One pool rank: join the world, build a group per P, warm each, then answer job lines."""
+    """One pool rank: meet the others, build a group per P, warm each, then answer job lines."""
     stream = socket.socket(fileno=fd).makefile("rwb")
     torch.set_num_threads(1)
-    group_timeout = timedelta(seconds=args.group_timeout)
-    dist.init_process_group(
-        "gloo",
-        store=FileStore(args.store, args.world),
-        rank=rank,
-        world_size=args.world,
-        timeout=timedelta(seconds=args.init_timeout),
-    )
-    try:
-        # Every rank creates every group, in the same order (new_group is collective).
-        groups = {
-            size: dist.new_group(list(range(size)), timeout=group_timeout)
-            for size in range(1, args.world + 1)
-        }
-        replicas: dict[int, Replicas] = {}
-        # Largest group first: ranks of each group then arrive at its warm-up together.
-        for size in range(args.world, 0, -1):
-            if rank < size:
-                replicas[size] = make_replicas(groups[size])
-                run_rank(warm_job(size), rank, replicas[size])
-        send(stream, {"event": "ready", "rank": rank, "pid": os.getpid(), "torch": TORCH_VERSION})
-        for line in stream:
-            job = Job.model_validate_json(line)
-            try:
-                report = run_rank(job, rank, replicas[job.world_size])
-            except Exception as exc:  # a failed collective leaves the group unusable: report, exit
-                send(stream, {"event": "error", "rank": rank, "message": str(exc)})
-                return
-            send(stream, {"event": "result", "report": report.model_dump()})
-    finally:
-        dist.destroy_process_group()
+    store = FileStore(args.store, args.world)
+    store.set_timeout(timedelta(seconds=args.init_timeout))
+    groups = process_groups(rank, args.world, store, timedelta(seconds=args.group_timeout))
+    replicas: dict[int, Replicas] = {}
+    # Largest group first: ranks of each group then arrive at its warm-up together.
+    for size, group in groups.items():
+        replicas[size] = make_replicas(group)
+        run_rank(warm_job(size), rank, replicas[size])
+    send(stream, {"event": "ready", "rank": rank, "pid": os.getpid(), "torch": TORCH_VERSION})
+    for line in stream:
+        job = Job.model_validate_json(line)
+        try:
+            report = run_rank(job, rank, replicas[job.world_size])
+        except Exception as exc:  # a failed collective leaves the group unusable: report, exit
+            send(stream, {"event": "error", "rank": rank, "message": str(exc)})
+            return
+        send(stream, {"event": "result", "report": report.model_dump()})
 
 
 def serve(args: argparse.Namespace) -> None:
