@@ -30,6 +30,8 @@ INCOMPRESSIBLE = (
     b"application/zip",
     b"text/event-stream",
 )
+_FAMILIES = tuple(kind for kind in INCOMPRESSIBLE if kind.endswith(b"/"))
+_TYPES = frozenset(kind for kind in INCOMPRESSIBLE if not kind.endswith(b"/"))
 
 
 def accepts_gzip(value: bytes) -> bool:
@@ -48,24 +50,33 @@ def accepts_gzip(value: bytes) -> bool:
 
 def _incompressible(media_type: bytes) -> bool:
     media_type = media_type.partition(b";")[0].strip().lower()
-    return any(
-        media_type.startswith(kind) if kind.endswith(b"/") else media_type == kind
-        for kind in INCOMPRESSIBLE
-    )
+    return media_type in _TYPES or media_type.startswith(_FAMILIES)
 
 
-def _vary(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    """``headers`` with Accept-Encoding named in Vary: caches must keep both encodings apart."""
+def _answer_headers(
+    headers: list[tuple[bytes, bytes]], encoded_length: int | None, compressed: bool
+) -> list[tuple[bytes, bytes]]:
+    """``headers`` with Accept-Encoding named in Vary (caches must keep both encodings apart)
+    and, for a compressed answer, its Content-Encoding and the Content-Length of the encoded
+    body (none for a streamed one, ``encoded_length`` None). One pass: every answer a client
+    accepts gzip for comes through here, a drag's among them."""
     out = []
     named = False
     for name, value in headers:
-        if name.lower() == b"vary":
+        lower = name.lower()
+        if lower == b"vary":
             named = True
             if b"accept-encoding" not in value.lower():
                 value += b", Accept-Encoding"
+        elif compressed and lower == b"content-length":
+            continue
         out.append((name, value))
     if not named:
         out.append((b"vary", b"Accept-Encoding"))
+    if compressed:
+        out.append((b"content-encoding", b"gzip"))
+        if encoded_length is not None:
+            out.append((b"content-length", str(encoded_length).encode("latin-1")))
     return out
 
 
@@ -125,20 +136,20 @@ class GzipMiddleware:
                     message["body"] = chunk + compressor.flush(flush)
                 await send(message)
                 return
-            headers = _vary(start["headers"])
             body = message.get("body", b"") if kind == "http.response.body" else b""
             more = kind == "http.response.body" and message.get("more_body", False)
-            if wanted and kind == "http.response.body" and (more or len(body) >= minimum_size):
-                headers = [(n, v) for n, v in headers if n.lower() != b"content-length"]
-                headers.append((b"content-encoding", b"gzip"))
+            compressed = (
+                wanted and kind == "http.response.body" and (more or len(body) >= minimum_size)
+            )
+            if compressed:
                 if more:
                     compressor = isal_zlib.compressobj(level, isal_zlib.DEFLATED, GZIP_WBITS)
                     body = compressor.compress(body) + compressor.flush(isal_zlib.Z_SYNC_FLUSH)
                 else:
                     body = isal_zlib.compress(body, level, GZIP_WBITS)
-                    headers.append((b"content-length", str(len(body)).encode("latin-1")))
                 message["body"] = body
-            start["headers"] = headers
+            length = None if more or not compressed else len(body)
+            start["headers"] = _answer_headers(start["headers"], length, compressed)
             await send(start)
             start = None
             await send(message)

@@ -12,7 +12,7 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from app.compression import GzipMiddleware, accepts_gzip
+from app.compression import GzipMiddleware, _incompressible, accepts_gzip
 
 TEXT = ("the global item mean g = (1/N) Σ n_r ḡ_r, " * 40).encode()  # 1.8 kB, compresses well
 CHUNKS = [b"rank %d: " % r + TEXT for r in range(5)]
@@ -140,6 +140,27 @@ def test_incompressible_types_and_partial_content_pass_as_they_are(
     assert "content-encoding" not in headers
     assert body == TEXT
     assert "vary" not in headers
+
+
+@pytest.mark.parametrize(
+    ("media_type", "incompressible"),
+    [
+        (b"image/png", True),
+        (b"IMAGE/WEBP; q=1", True),
+        (b"font/woff2", True),
+        (b"audio/ogg", True),
+        (b"video/mp4; codecs=avc1", True),
+        (b"text/event-stream", True),
+        (b"image/svg+xml", False),
+        (b"text/html; charset=utf-8", False),
+        (b"application/json", False),
+        (b"font/woff3", False),
+        (b"audio", False),
+    ],
+)
+def test_media_types_are_read_by_type_and_family(media_type: bytes, incompressible: bool) -> None:
+    # Named types match whole; a family ("audio/") matches every type in it.
+    assert _incompressible(media_type) is incompressible
 
 
 def test_an_answer_encoded_already_is_not_encoded_twice(client: TestClient) -> None:
