@@ -314,13 +314,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--workers", type=int, nargs="+", default=[1, 2], help="uvicorn worker counts to run"
     )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=[target.name for target in TARGETS],
+        metavar="TARGET",
+        help=f"run only these rows, by name (e.g. '{GOAL_TARGET}': more pairs of the goal's row"
+        " in the same time)",
+    )
     args = parser.parse_args(argv)
     if not ready_to_run(args):
         return 2
+    targets = [target for target in TARGETS if not args.only or target.name in args.only]
     rows = [
         row
         for workers in args.workers
-        for row in measure(workers, args.seconds, args.pairs, args.app_dir)
+        for row in measure(workers, args.seconds, args.pairs, args.app_dir, targets)
     ]
     print()
     for name, elapsed in STARTUP.items():

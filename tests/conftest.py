@@ -52,6 +52,16 @@ def client() -> Iterator[TestClient]:
         yield test_client
 
 
+def require_wrk(module: bool = False) -> None:
+    """Skip without ``wrk`` (a whole module when ``module``), with the reason; under CI=true,
+    fail instead: CI installs it."""
+    if shutil.which("wrk") is not None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail("CI=true but wrk is not installed: install the 'wrk' package")
+    pytest.skip("wrk is not installed (apt-get install -y wrk)", allow_module_level=module)
+
+
 def run_benchmark(*args: str) -> subprocess.CompletedProcess[str]:
     """``python -m bench.<args>`` from the checkout, on a short run, without the confirmation
     pool (a benchmark's test checks what it measures, not torch's start)."""

@@ -3,8 +3,6 @@ CPU time per request (and stays bounded), the goal's spin puts a server at exact
 floor's cost, and the whole benchmark runs under real wrk with every way measured."""
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import httpx
@@ -13,7 +11,7 @@ import pytest
 from bench import tail
 from bench._procs import cpu_seconds, web_processes
 from bench.load import GOAL_RPS_RATIO
-from tests.conftest import ROOT, run_benchmark
+from tests.conftest import ROOT, require_wrk, run_benchmark
 
 
 def floor_index(folder: Path) -> Path:
@@ -55,10 +53,7 @@ def test_the_goal_server_costs_the_floor_over_the_throughput_goal() -> None:
 
 
 def test_the_benchmark_measures_every_way_under_wrk() -> None:
-    if shutil.which("wrk") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but wrk is not installed: install the 'wrk' package")
-        pytest.skip("wrk is not installed (apt-get install -y wrk)")
+    require_wrk()
     run = run_benchmark("bench.tail", "--seconds", "1", "--pairs", "1")
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads((ROOT / "bench" / "results" / "tail.json").read_text())

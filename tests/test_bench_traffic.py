@@ -2,8 +2,6 @@
 server on loopback that records every request (and answers 200), and each request is read back
 as a lab state through the lab's own parser."""
 
-import os
-import shutil
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,11 +14,9 @@ from starlette.datastructures import QueryParams
 from app.lab.query import encode, lab_query_pairs, parse_lab
 from bench import drag, load
 from bench._wrk import run_wrk
+from tests.conftest import require_wrk
 
-if shutil.which("wrk") is None:
-    if os.environ.get("CI") == "true":
-        pytest.fail("CI=true but wrk is not installed: install the 'wrk' package")
-    pytest.skip("wrk is not installed (apt-get install -y wrk)", allow_module_level=True)
+require_wrk(module=True)
 
 Seen = list[tuple[str, dict[str, str]]]
 
