@@ -187,7 +187,7 @@ def send(stream: Any, message: dict[str, Any]) -> None:
 
 
 def process_groups(
-    rank: int, world: int, store: Store, timeout: timedelta
+    rank: int, world: int, store: Store, timeout: timedelta, connect_timeout: timedelta
 ) -> dict[int, ProcessGroup]:
     """A gloo process group for each P this rank is in (ranks 0 … P-1, P from rank + 1 to
     ``world``), every one on this rank's one gloo device.
@@ -196,7 +196,8 @@ def process_groups(
     group (what ``init_process_group`` and ``new_group`` make) was up to nine such threads in
     each of eight ranks, and cost an idle pool about a tenth of a core. Each group meets its
     members under its own prefix of the store, so building them takes no collective over the
-    world.
+    world. A group waits up to ``connect_timeout`` for its members to arrive (a rank may start
+    late on a busy machine), then each collective up to ``timeout``.
     """
     device = ProcessGroupGloo.create_default_device()
     groups = {}
@@ -204,9 +205,10 @@ def process_groups(
         # Gloo's own options (a device list); torch's stubs know only the backends' common ones.
         options = ProcessGroupGloo._Options()  # type: ignore[attr-defined]
         options._devices = [device]
-        options._timeout = timeout
+        options._timeout = connect_timeout
         prefix = PrefixStore(f"group-{size}/", store)
         gloo = ProcessGroupGloo(prefix, rank, size, options)
+        gloo._set_default_timeout(timeout)
         group = ProcessGroup(prefix, rank, size)
         group._set_default_backend(ProcessGroup.BackendType.GLOO)
         group._register_backend(torch.device("cpu"), ProcessGroup.BackendType.GLOO, gloo)
@@ -218,9 +220,10 @@ def serve_rank(rank: int, fd: int, args: argparse.Namespace) -> None:
     """One pool rank: meet the others, build a group per P, warm each, then answer job lines."""
     stream = socket.socket(fileno=fd).makefile("rwb")
     torch.set_num_threads(1)
+    start = timedelta(seconds=args.init_timeout)
     store = FileStore(args.store, args.world)
-    store.set_timeout(timedelta(seconds=args.init_timeout))
-    groups = process_groups(rank, args.world, store, timedelta(seconds=args.group_timeout))
+    store.set_timeout(start)
+    groups = process_groups(rank, args.world, store, timedelta(seconds=args.group_timeout), start)
     replicas: dict[int, Replicas] = {}
     # Largest group first: ranks of each group then arrive at its warm-up together.
     for size, group in groups.items():
