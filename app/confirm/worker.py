@@ -190,7 +190,8 @@ def process_groups(
     rank: int, world: int, store: Store, timeout: timedelta, connect_timeout: timedelta
 ) -> dict[int, ProcessGroup]:
     """A gloo process group for each P this rank is in (ranks 0 … P-1, P from rank + 1 to
-    ``world``), every one on this rank's one gloo device.
+    ``world``), every one on this rank's one gloo device; keyed by P, largest first (the order
+    :func:`serve_rank` warms them in).
 
     Gloo gives each device a network thread that wakes every 10 ms, busy or not; a device per
     group (what ``init_process_group`` and ``new_group`` make) was up to nine such threads in
