@@ -61,6 +61,9 @@
   // go to the pane's problem list and to each field; anything else swaps the answer in.
   // The details below the pane are marked too, but only their own answer (which replaces
   // them, once the inputs pause) clears the mark.
+  // The marks are classes, so base.html's htmx-config sets attributesToSettle to []: htmx
+  // would otherwise give a swapped element the old one's class and, 20 ms later, the server's,
+  // dropping a mark that a 422 answered in between had set.
   var STALE = ["lab-results", "lab-summary"];
 
   function setStale(stale) {
@@ -113,8 +116,13 @@
     detail.isError = false;
     detail.shouldSwap = true;
     if (FOLLOWERS.indexOf(detail.target.id) >= 0) {
-      // The pane's answer for the same inputs already named the problem and marked these stale.
+      // The pane's answer for the same inputs already named the problem. This one keeps what
+      // it shows, marked stale: an answer for earlier, valid inputs may have replaced it since.
       detail.shouldSwap = false;
+      var follower = document.getElementById(detail.target.id);
+      if (follower) {
+        follower.classList.add("lab-stale");
+      }
     } else if (detail.target.id === "lab-results") {
       var fragment = document.createElement("template");
       fragment.innerHTML = detail.serverResponse;
@@ -443,7 +451,9 @@
     }
     var labResults = document.getElementById("lab-results");
     var ringResults = document.getElementById("ring-results");
-    if (labResults) {
+    // The fields' marks follow the pane's answers only: a picture or the details answer for
+    // inputs that may since have become invalid.
+    if (labResults && !(target && FOLLOWERS.indexOf(target.id) >= 0)) {
       markInvalid(document.getElementById("lab-form"), labResults.querySelector(".lab-errors") || labResults);
     }
     if (ringResults) {

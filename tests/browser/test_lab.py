@@ -294,6 +294,59 @@ def test_out_of_range_input_is_flagged_at_its_field_never_ignored(
     expect(page.locator("#lab-results")).to_have_class(re.compile(r"\blab-stale\b"))
 
 
+def test_a_problem_answered_while_the_last_answer_settles_stays_marked(
+    live_server: LiveServer, page: Any
+) -> None:
+    # htmx settles a swapped element by giving it the old element's class for a moment, then
+    # its own: a 422 handled in that window lost its stale mark when the settle ran (seen once
+    # in CI). The window is 20 ms; here it is widened so the 422 lands in it every time.
+    page.goto(f"{live_server.url}/?{LESSON}")
+    page.evaluate("htmx.config.defaultSettleDelay = 1500")
+    mean = page.get_by_role("spinbutton", name="rank 0 local mean", exact=True)
+    mean.fill("10")
+    expect(figure(page, "w-new")).to_have_text("9.525")
+    mean.press_sequentially("e")
+    results = page.locator("#lab-results")
+    expect(results).to_have_class(re.compile(r"\blab-stale\b"))
+    expect(mean).to_have_attribute("aria-invalid", "true")
+    page.wait_for_timeout(1800)  # the 200's settle has run
+    expect(results).to_have_class(re.compile(r"\blab-stale\b"), timeout=100)
+    expect(page.locator("#lab-summary")).to_have_class(re.compile(r"\blab-stale\b"), timeout=100)
+    expect(mean).to_have_attribute("aria-invalid", "true", timeout=100)
+    expect(page.locator("#msg-lab-mean-0")).to_be_visible(timeout=100)
+
+
+def test_a_late_picture_of_an_earlier_state_leaves_the_problem_marked(
+    live_server: LiveServer, page: Any
+) -> None:
+    # The pictures' answer for valid inputs can arrive after the pane's 422 for the next,
+    # invalid ones (they are separate requests). It must not clear the field's mark, and the
+    # pictures, which then show earlier inputs, are marked stale by their own next 422. Held
+    # network answers could not make that order here (the pictures ask again within 200 ms),
+    # so the late answer is fetched and swapped by htmx itself, as its request would be.
+    page.goto(f"{live_server.url}/?{LESSON}")
+    mean = page.get_by_role("spinbutton", name="rank 0 local mean", exact=True)
+    mean.press("End")
+    mean.press_sequentially("e")  # "1e" is not a number: the pane refuses it
+    pictures = page.locator("#lab-charts")
+    expect(mean).to_have_attribute("aria-invalid", "true")
+    page.wait_for_timeout(600)  # the pictures and the details have answered for "1e"
+    expect(pictures).to_have_class(re.compile(r"\blab-stale\b"))
+    earlier = "P=2&counts=2&means=10&counts=6&means=3&eta=0.1&w=10"
+    page.evaluate(
+        "query => htmx.ajax('GET', '/lab?' + query, {target: '#lab-charts', swap: 'outerHTML'})",
+        earlier,
+    )
+    expect(pictures.locator("#lab-chart-line-desc")).to_contain_text("rank 0: local mean 10,")
+    expect(pictures).not_to_have_class(re.compile(r"\blab-stale\b"))
+    expect(mean).to_have_attribute("aria-invalid", "true", timeout=100)
+    expect(page.locator("#msg-lab-mean-0")).to_be_visible(timeout=100)
+    expect(page.locator("#lab-results")).to_have_class(re.compile(r"\blab-stale\b"), timeout=100)
+    page.evaluate("htmx.trigger('#lab-charts', 'refresh-charts')")  # their own ask, a 422
+    expect(pictures).to_have_class(re.compile(r"\blab-stale\b"))
+    expect(mean).to_have_attribute("aria-invalid", "true", timeout=100)
+
+
 def test_ring_panel_updates_and_keeps_the_lab_state(live_server: LiveServer, page: Any) -> None:
     page.goto(f"{live_server.url}/?{LESSON}")
     page.get_by_role("spinbutton", name="ranks in the ring P").fill("16")
