@@ -301,7 +301,7 @@ def difference_line(
 ) -> tuple[int, str, str, str] | None:
     """``written(minus(Value(a), Value(b)), a - b, most=m)`` wherever its passes up to
     ``MAX_DIGITS`` digits hold: ``(digits, a, b, a - b)`` as printed (the operands with
-    ``digits`` digits, the result with as many or, under cancellation, fewer). None where no
+    ``digits`` digits, the result with as many or, where that does not hold, fewer). None where no
     such pass holds or an operand or the result is 0: ``written`` then writes the line itself.
 
     ``written``'s checks in its order, on rounded mantissas, each value expanded once: (1) a
@@ -316,47 +316,39 @@ def difference_line(
         x, y = Digits(an, ad), Digits(bn, bd)
     z = Digits(rn, rd)
     sx, sy, sz = x.negative, y.negative, z.negative
-    for fewer in (False, True):
-        for digits in range(DIGITS, MAX_DIGITS + 1):
-            if not fewer:
-                # The check below on the result alone first (rounding can only raise a and
-                # b's exponents): most digit counts that fail, fail here.
-                mz, ez = z.rounded(digits)
-                kz = ez - digits + 1
-                if mz % 10 and kz <= x.exponent - digits and kz <= y.exponent - digits:
-                    continue
-            (mx, ex), (my, ey) = x.rounded(digits), y.rounded(digits)
-            if sx == sy and mx == my and ex == ey:
-                continue  # a and b differ (r is not 0) yet print alike
-            kx, ky = ex - digits + 1, ey - digits + 1
-            for shown in range(digits - 1, 2, -1) if fewer else (digits,):
-                mz, ez = z.rounded(shown)
-                kz = ez - shown + 1
-                if kz < kx and kz < ky and mz % 10:
-                    # The printed a − b is a multiple of 10^(kz + 1); the printed r's last digit
-                    # (at 10^kz) is not 0, so they differ by at least a unit of it, more than
-                    # half a unit: the line does not hold, whatever else is checked below.
-                    continue
-                if sz == sx and _alike(mz, ez, shown, mx, ex, digits):
-                    continue  # the result prints like a, which it is not (b is not 0)
-                if sz == sy and _alike(mz, ez, shown, my, ey, digits) and rn * bd != bn * rd:
-                    continue
-                # Printed a − b − printed r in units of 10^base, against half a unit of the
-                # printed r's last digit.
-                base = min(kx, ky, kz)
-                gap = (
-                    (-mx if sx else mx) * _power(kx - base)
-                    - (-my if sy else my) * _power(ky - base)
-                    - (-mz if sz else mz) * _power(kz - base)
-                )
-                if gap and 2 * abs(gap) >= _power(_place(mz, ez, shown) - base):
-                    continue
-                return (
-                    digits,
-                    _decimal(-1 if sx else 1, str(mx), ex, digits)[0],
-                    _decimal(-1 if sy else 1, str(my), ey, digits)[0],
-                    _decimal(-1 if sz else 1, str(mz), ez, shown)[0],
-                )
+    for digits in range(DIGITS, MAX_DIGITS + 1):
+        (mx, ex), (my, ey) = x.rounded(digits), y.rounded(digits)
+        if sx == sy and mx == my and ex == ey:
+            continue  # a and b differ (r is not 0) yet print alike
+        kx, ky = ex - digits + 1, ey - digits + 1
+        for shown in range(digits, 2, -1):
+            mz, ez = z.rounded(shown)
+            kz = ez - shown + 1
+            if kz < kx and kz < ky and mz % 10:
+                # The printed a − b is a multiple of 10^(kz + 1); the printed r's last digit
+                # (at 10^kz) is not 0, so they differ by at least a unit of it, more than
+                # half a unit: the line does not hold, whatever else is checked below.
+                continue
+            if sz == sx and _alike(mz, ez, shown, mx, ex, digits):
+                continue  # the result prints like a, which it is not (b is not 0)
+            if sz == sy and _alike(mz, ez, shown, my, ey, digits) and rn * bd != bn * rd:
+                continue
+            # Printed a − b − printed r in units of 10^base, against half a unit of the
+            # printed r's last digit.
+            base = min(kx, ky, kz)
+            gap = (
+                (-mx if sx else mx) * _power(kx - base)
+                - (-my if sy else my) * _power(ky - base)
+                - (-mz if sz else mz) * _power(kz - base)
+            )
+            if gap and 2 * abs(gap) >= _power(_place(mz, ez, shown) - base):
+                continue
+            return (
+                digits,
+                _decimal(-1 if sx else 1, str(mx), ex, digits)[0],
+                _decimal(-1 if sy else 1, str(my), ey, digits)[0],
+                _decimal(-1 if sz else 1, str(mz), ez, shown)[0],
+            )
     return None
 
 
@@ -920,11 +912,13 @@ def written(
     """``expr = result`` printed with the fewest digits (≥ ``start``) that make it hold.
 
     Per digit count d: the operands print with d digits and must print distinct where they
-    differ; the result prints with d digits, and the printed expression's exact value must
-    round to it (strictly within half a unit of its last printed digit). If no d ≤ 17 works
-    (a difference far smaller than its operands), the result may print with fewer digits than
-    the operands (at least 3). If still nothing holds, the result is printed from the printed
-    expression itself (it differs from ``result`` by rounding only).
+    differ; the result prints with d digits or, where that does not hold, with fewer (as many
+    as hold, at least 3), and the printed expression's exact value must round to it (strictly
+    within half a unit of its last printed digit). So operands print as the figures beside the
+    line do wherever that can hold: 1.9087 − 0.975 = 0.9337, not 1.908695652173913 − 0.975 =
+    0.933695652173913 (the 0.975 being 0.9750000000000000333 exactly). If no d up to ``most``
+    works, the result is printed from the printed expression itself (it differs from
+    ``result`` by rounding only).
 
     ``unit`` = (name, scale) prints the result in that unit: ``result / scale`` and the name.
     ``most`` raises the 17-digit limit for exact operands (fractions closer than floats show).
@@ -951,14 +945,13 @@ def write(
         to_base = None if scale == 1 else (scale.numerator, scale.denominator)
     show = printed if printer is None else printer
 
-    def attempt(digits: int, fewer: bool) -> Line | None:
+    def attempt(digits: int) -> Line | None:
         forms = form.texts(digits, printer)
         seen = form.distinct(forms)
         if seen is None:
             return None
         value: Ratio | None = None  # evaluated once per digit count, when first needed
-        tries = range(digits - 1, min(3, digits) - 1, -1) if fewer else (digits,)
-        for result_digits in tries:
+        for result_digits in range(digits, min(3, digits) - 1, -1):
             answer = show(shown_result, result_digits)
             # The result may print like an operand only when it is one (or carries a unit).
             if not name and answer.text in seen and seen[answer.text] != result:
@@ -968,16 +961,10 @@ def write(
                 return Line(form.render(forms), answer.text + suffix, digits)
         return None
 
-    # First the result with as many digits as the operands; under cancellation (a difference
-    # far smaller than its operands) the result may keep fewer.
-    for fewer in (False, True):
-        for digits in range(start, min(MAX_DIGITS, most) + 1):
-            line = attempt(digits, fewer)
-            if line is not None:
-                return line
-    # Exact operands closer than 17 digits show: more digits, the result as short as holds.
-    for digits in range(MAX_DIGITS + 1, most + 1):
-        line = attempt(digits, False) or attempt(digits, True)
+    # The operands with the fewest digits that make the line hold, the result first with as
+    # many, then with fewer (as many as hold).
+    for digits in range(start, most + 1):
+        line = attempt(digits)
         if line is not None:
             return line
     forms = form.texts(most, printer)

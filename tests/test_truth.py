@@ -20,6 +20,7 @@ The number of generated states is printed at the end of the module (run with ``-
 # The lab writes true minus and times signs; so do the expected strings here.
 # ruff: noqa: RUF001, RUF002, RUF003
 
+import random
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -362,6 +363,59 @@ def verdict_parts(verdict: str, rank_mean: Fraction, g: Fraction) -> tuple[str, 
     assert int(digits) >= MOST_DIGITS
     assert fmt(rank_mean, int(digits)) == fmt(g, int(digits))
     return plain, counted, difference, side, reason
+
+
+def six_digit_line(expression: str, operands: list[Fraction], result: Fraction) -> bool:
+    """Whether ``expression`` (``operands`` printed with 6 digits) ``= result`` can be written
+    so that it holds (1) with the result printed with 6 digits or fewer (at least 3), different
+    operands printing apart (3) and the result printing like none of them but its equal."""
+    shown = {fmt(x): x for x in operands}
+    if len(shown) < len(set(operands)):
+        return False
+    for digits in range(6, 2, -1):
+        text = fmt(result, digits)
+        if text in shown and shown[text] != result:
+            continue
+        try:
+            check_line(f"{expression} = {text}")
+        except AssertionError:
+            continue
+        return True
+    return False
+
+
+def test_the_verdict_and_the_lines_print_the_figures_numbers_wherever_a_line_can() -> None:
+    """Where the two means, printed as the figures print them (6 digits), can make "x instead
+    of y (d lower)" hold, the verdict prints them so; so does the line η (g − rank mean). For
+    a quarter of the sliders' states the verdict printed 1.908695652173913 beside the figure
+    1.9087: the plain mean of 1.5, −2.3, 4 and 0.7 is 0.9750000000000000333 exactly, and longer
+    operands were tried before a shorter result."""
+    rng = random.Random(31)
+    verdicts = lines = 0
+    for _ in range(1500):
+        ranks = rng.randint(2, 8)
+        counts = [float(rng.randint(1, 64)) for _ in range(ranks)]
+        means = [rng.randint(-100, 100) / 10 for _ in range(ranks)]
+        g, rank_mean = exact(counts, means)
+        if g == rank_mean:
+            continue
+        result = from_means(counts, means, eta=0.35, w=-3.5)
+        lab_state = means_state(tuple(counts), tuple(means), 0.35, -3.5)
+        high, low = (rank_mean, g) if rank_mean > g else (g, rank_mean)
+        if six_digit_line(f"{fmt(high)} − {fmt(low)}", [high, low], high - low):
+            verdicts += 1
+            plain, counted, *_ = verdict_parts(lab_view(result, lab_state).verdict, rank_mean, g)
+            assert (plain, counted) == (fmt(rank_mean), fmt(g)), (counts, means)
+        eta = Fraction(0.35)
+        expression = "0.35×({} − {})".format(
+            *(f"({fmt(x)})" if x < 0 else fmt(x) for x in (g, rank_mean))
+        )
+        if six_digit_line(expression, [eta, g, rank_mean], eta * (g - rank_mean)):
+            lines += 1
+            line = lab_details(result, lab_state).lines.difference
+            assert line.startswith(f"{expression} = "), (counts, means, line)
+    assert verdicts > 1400
+    assert lines > 1000
 
 
 def test_means_apart_past_the_verdicts_digits_print_alike_and_say_so() -> None:

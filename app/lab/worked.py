@@ -138,31 +138,30 @@ def lines(result: GradientResult) -> Lines:
     quick = _Quick(printer, result, total)
 
     def line(attempt: Attempt, form: Callable[[], Formula], value: Number) -> str:
-        for fewer in (False, True):
-            for digits in range(DIGITS, MAX_DIGITS + 1):
-                text = attempt(digits, fewer)
-                if text is not None:
-                    return text
+        for digits in range(DIGITS, MAX_DIGITS + 1):
+            text = attempt(digits)
+            if text is not None:
+                return text
         return str(write(form(), value, most=MOST_DIGITS, printer=printer))
 
     def step(gradient: Fraction) -> str:
         exact = w - eta * gradient
         return line(
-            lambda digits, fewer: quick.step(digits, fewer, gradient, exact),
+            lambda digits: quick.step(digits, gradient, exact),
             lambda: Formula.step(result.w, result.eta, gradient),
             exact,
         )
 
     def share(r: int) -> str:
         return line(
-            lambda digits, fewer: quick.share(digits, fewer, r),
+            lambda digits: quick.share(digits, r),
             lambda: Formula.share(ranks, counts[r], total),
             factors[r],
         )
 
     def product(r: int) -> str:
         return line(
-            lambda digits, fewer: quick.product(digits, fewer, r),
+            lambda digits: quick.product(digits, r),
             lambda: Formula.product(factors[r], means[r]),
             compensated[r],
         )
@@ -171,24 +170,24 @@ def lines(result: GradientResult) -> Lines:
     return Lines(
         N=line(quick.total, lambda: Formula.total(counts), total),
         g=line(
-            lambda digits, fewer: quick.weighted_mean(digits, fewer, g),
+            lambda digits: quick.weighted_mean(digits, g),
             lambda: Formula.weighted_mean(counts, means, total),
             g,
         ),
         rank_mean=line(
-            lambda digits, fewer: quick.mean(digits, fewer, means, rank_mean),
+            lambda digits: quick.mean(digits, means, rank_mean),
             lambda: Formula.mean(means, ranks),
             rank_mean,
         ),
         compensated=line(
-            lambda digits, fewer: quick.mean(digits, fewer, compensated, g),
+            lambda digits: quick.mean(digits, compensated, g),
             lambda: Formula.mean(compensated, ranks),
             g,
         ),
         w_new=step(g),
         w_new_rank_mean=step(rank_mean),
         difference=line(
-            lambda digits, fewer: quick.difference(digits, fewer, g, rank_mean, difference),
+            lambda digits: quick.difference(digits, g, rank_mean, difference),
             lambda: Formula.scaled_difference(result.eta, g, rank_mean),
             difference,
         ),
@@ -198,8 +197,8 @@ def lines(result: GradientResult) -> Lines:
     )
 
 
-# One attempt at a line: (digits, fewer) → the line as printed, or None.
-Attempt = Callable[[int, bool], str | None]
+# One attempt at a line: digits → the line as printed, or None.
+Attempt = Callable[[int], str | None]
 
 
 class _Quick:
@@ -224,34 +223,33 @@ class _Quick:
     def _end(
         self,
         digits: int,
-        fewer: bool,
         value: Ratio,
         result: Number,
         operands: Sequence[Number],
         forms: list[Printed],
     ) -> str | None:
-        """`` = result`` as printed when checks (1) to (3) hold; ``fewer``: the result with
-        fewer digits than the operands, as many as hold (under cancellation)."""
+        """`` = result`` as printed when checks (1) to (3) hold: the result with as many
+        digits as the operands or, where that does not hold, fewer (as many as hold)."""
         seen: dict[str, Number] = {}
         for operand, form in zip(operands, forms, strict=True):
             other = seen.setdefault(form.text, operand)
             if other is not operand and other != operand:
                 return None
-        for result_digits in range(digits - 1, 2, -1) if fewer else (digits,):
+        for result_digits in range(digits, 2, -1):
             answer = self.show(result, result_digits)
             other = seen.get(answer.text, result)
             if (other is result or other == result) and holds_ratio(value, answer, None):
                 return f" = {answer.text}"
         return None
 
-    def total(self, digits: int, fewer: bool) -> str | None:
+    def total(self, digits: int) -> str | None:
         """``n₀ + n₁ + …``: the printed operands' sum."""
         counts = self.r.counts
         forms = self.show.all(list(counts), digits)
-        end = self._end(digits, fewer, _sum([form.value for form in forms]), self.N, counts, forms)
+        end = self._end(digits, _sum([form.value for form in forms]), self.N, counts, forms)
         return None if end is None else _joined(counts, forms) + end
 
-    def weighted_mean(self, digits: int, fewer: bool, g: Fraction) -> str | None:
+    def weighted_mean(self, digits: int, g: Fraction) -> str | None:
         """``(n₀×m₀ + …) / N``: products, their sum, over the printed N."""
         r, total = self.r, self.N
         counts = self.show.all(list(r.counts), digits)
@@ -270,9 +268,7 @@ class _Quick:
         )
         operands: list[Number] = [v for pair in zip(r.counts, r.means, strict=True) for v in pair]
         forms = [f for pair in zip(counts, means, strict=True) for f in pair]
-        end = self._end(
-            digits, fewer, (top * d, bottom * n), g, [*operands, total], [*forms, shown]
-        )
+        end = self._end(digits, (top * d, bottom * n), g, [*operands, total], [*forms, shown])
         if end is None:
             return None
         terms = " + ".join(
@@ -285,38 +281,38 @@ class _Quick:
         )
         return f"({terms}) / {_wrap(shown.text, n, 1)}{end}"
 
-    def mean(self, digits: int, fewer: bool, values: Sequence[float], mean: Fraction) -> str | None:
+    def mean(self, digits: int, values: Sequence[float], mean: Fraction) -> str | None:
         """``(a + b + …) / P``."""
         forms = self.show.all(list(values), digits)
         top, bottom = _sum([form.value for form in forms])
-        end = self._end(digits, fewer, (top, bottom * self.r.P), mean, values, forms)
+        end = self._end(digits, (top, bottom * self.r.P), mean, values, forms)
         return None if end is None else f"({_joined(values, forms)}) / {self.r.P}{end}"
 
-    def step(self, digits: int, fewer: bool, gradient: Fraction, exact: Fraction) -> str | None:
+    def step(self, digits: int, gradient: Fraction, exact: Fraction) -> str | None:
         """``w − η×g``."""
         r, show = self.r, self.show
         w, eta, g = show(r.w, digits), show(r.eta, digits), show(gradient, digits)
         (wn, wd), (en, ed), (gn, gd) = w.value, eta.value, g.value
         value = (wn * ed * gd - en * gn * wd, wd * ed * gd)
-        end = self._end(digits, fewer, value, exact, (r.w, r.eta, gradient), [w, eta, g])
+        end = self._end(digits, value, exact, (r.w, r.eta, gradient), [w, eta, g])
         if end is None:
             return None
         return f"{w.text} {MINUS} {_wrap(eta.text, en, 1)}{TIMES}{_wrap(g.text, gn, 1)}{end}"
 
     def difference(
-        self, digits: int, fewer: bool, g: Fraction, rank_mean: Fraction, exact: Fraction
+        self, digits: int, g: Fraction, rank_mean: Fraction, exact: Fraction
     ) -> str | None:
         """``η×(g − rank mean)``."""
         show = self.show
         eta, a, b = show(self.r.eta, digits), show(g, digits), show(rank_mean, digits)
         (en, ed), (an, ad), (bn, bd) = eta.value, a.value, b.value
         value = (en * (an * bd - bn * ad), ed * ad * bd)
-        end = self._end(digits, fewer, value, exact, (self.r.eta, g, rank_mean), [eta, a, b])
+        end = self._end(digits, value, exact, (self.r.eta, g, rank_mean), [eta, a, b])
         if end is None:
             return None
         return f"{eta.text}{TIMES}({_wrap(a.text, an, 1)} {MINUS} {_wrap(b.text, bn, 1)}){end}"
 
-    def share(self, digits: int, fewer: bool, rank: int) -> str | None:
+    def share(self, digits: int, rank: int) -> str | None:
         """``P×nᵣ / N``: every operand follows an operator."""
         r, total = self.r, self.N
         count, shown = self.show(r.counts[rank], digits), self.show(total, digits)
@@ -326,20 +322,20 @@ class _Quick:
         top, bottom = r.P * cn * d, cd * n
         value = (top, bottom) if bottom > 0 else (-top, -bottom)
         end = self._end(
-            digits, fewer, value, r.scale_factors[rank], (r.counts[rank], total), [count, shown]
+            digits, value, r.scale_factors[rank], (r.counts[rank], total), [count, shown]
         )
         if end is None:
             return None
         return f"{r.P}{TIMES}{_wrap(count.text, cn, 1)} / {_wrap(shown.text, n, 1)}{end}"
 
-    def product(self, digits: int, fewer: bool, rank: int) -> str | None:
+    def product(self, digits: int, rank: int) -> str | None:
         """``factorᵣ×mᵣ``."""
         r = self.r
         a, b = r.scale_factors[rank], r.means[rank]
         factor, mean = self.show(a, digits), self.show(b, digits)
         (an, ad), (bn, bd) = factor.value, mean.value
         end = self._end(
-            digits, fewer, (an * bn, ad * bd), r.compensated_means[rank], (a, b), [factor, mean]
+            digits, (an * bn, ad * bd), r.compensated_means[rank], (a, b), [factor, mean]
         )
         if end is None:
             return None
