@@ -48,7 +48,9 @@ def accepts_gzip(value: bytes) -> bool:
     return False
 
 
-def _incompressible(media_type: bytes) -> bool:
+def incompressible(media_type: bytes) -> bool:
+    """Whether a Content-Type names data already compressed (images, fonts, audio, video) or a
+    stream that must not wait for a compressor's buffer: by its type, or by its family."""
     media_type = media_type.partition(b";")[0].strip().lower()
     return media_type in _TYPES or media_type.startswith(_FAMILIES)
 
@@ -118,7 +120,7 @@ class GzipMiddleware:
                 for name, value in headers:
                     lower = name.lower()
                     if lower == b"content-encoding" or (
-                        lower == b"content-type" and _incompressible(value)
+                        lower == b"content-type" and incompressible(value)
                     ):
                         break
                 else:

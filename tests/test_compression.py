@@ -12,7 +12,7 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from app.compression import GzipMiddleware, _incompressible, accepts_gzip
+from app.compression import GzipMiddleware, accepts_gzip, incompressible
 
 TEXT = ("the global item mean g = (1/N) Σ n_r ḡ_r, " * 40).encode()  # 1.8 kB, compresses well
 CHUNKS = [b"rank %d: " % r + TEXT for r in range(5)]
@@ -133,7 +133,7 @@ def test_a_small_answer_is_not_compressed(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize("path", ["/png", "/font", "/partial"])
-def test_incompressible_types_and_partial_content_pass_as_they_are(
+def testincompressible_types_and_partial_content_pass_as_they_are(
     client: TestClient, path: str
 ) -> None:
     headers, body = raw(client, path)
@@ -143,7 +143,7 @@ def test_incompressible_types_and_partial_content_pass_as_they_are(
 
 
 @pytest.mark.parametrize(
-    ("media_type", "incompressible"),
+    ("media_type", "passed_as_is"),
     [
         (b"image/png", True),
         (b"IMAGE/WEBP; q=1", True),
@@ -158,9 +158,9 @@ def test_incompressible_types_and_partial_content_pass_as_they_are(
         (b"audio", False),
     ],
 )
-def test_media_types_are_read_by_type_and_family(media_type: bytes, incompressible: bool) -> None:
+def test_media_types_are_read_by_type_and_family(media_type: bytes, passed_as_is: bool) -> None:
     # Named types match whole; a family ("audio/") matches every type in it.
-    assert _incompressible(media_type) is incompressible
+    assert incompressible(media_type) is passed_as_is
 
 
 def test_an_answer_encoded_already_is_not_encoded_twice(client: TestClient) -> None:
