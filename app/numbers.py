@@ -304,10 +304,11 @@ def difference_line(
     ``digits`` digits, the result with as many or, where that does not hold, fewer). None where no
     such pass holds or an operand or the result is 0: ``written`` then writes the line itself.
 
-    ``written``'s checks in its order, on rounded mantissas, each value expanded once: (1) a
-    and b print apart; (2) the result prints like an operand only when it equals it; (3) the
-    printed a − b lies strictly within half a unit of the printed result's last digit, or
-    equals it. ``x`` and ``y``: the expansions of a and b, when the caller has them."""
+    ``written``'s checks, on rounded mantissas, each value expanded once: (1) a and b print
+    apart; (3) the printed a − b lies strictly within half a unit of the printed result's last
+    digit, or equals it; (2) the result prints like an operand only when it equals it or the
+    printed line is exact. ``x`` and ``y``: the expansions of a and b, when the caller has
+    them."""
     (an, ad), (bn, bd) = (a.numerator, a.denominator), (b.numerator, b.denominator)
     rn, rd = an * bd - bn * ad, ad * bd  # r = a - b, unreduced: no gcd
     if not an or not bn or not rn:
@@ -329,10 +330,6 @@ def difference_line(
                 # (at 10^kz) is not 0, so they differ by at least a unit of it, more than
                 # half a unit: the line does not hold, whatever else is checked below.
                 continue
-            if sz == sx and _alike(mz, ez, shown, mx, ex, digits):
-                continue  # the result prints like a, which it is not (b is not 0)
-            if sz == sy and _alike(mz, ez, shown, my, ey, digits) and rn * bd != bn * rd:
-                continue
             # Printed a − b − printed r in units of 10^base, against half a unit of the
             # printed r's last digit.
             base = min(kx, ky, kz)
@@ -342,6 +339,11 @@ def difference_line(
                 - (-mz if sz else mz) * _power(kz - base)
             )
             if gap and 2 * abs(gap) >= _power(_place(mz, ez, shown) - base):
+                continue
+            # The result prints like a or b only where it is that operand or the line is exact.
+            if gap and sz == sx and _alike(mz, ez, shown, mx, ex, digits):
+                continue  # the result prints like a, which it is not (b is not 0)
+            if gap and sz == sy and _alike(mz, ez, shown, my, ey, digits) and rn * bd != bn * rd:
                 continue
             return (
                 digits,
@@ -953,11 +955,18 @@ def write(
         value: Ratio | None = None  # evaluated once per digit count, when first needed
         for result_digits in range(digits, min(3, digits) - 1, -1):
             answer = show(shown_result, result_digits)
-            # The result may print like an operand only when it is one (or carries a unit).
-            if not name and answer.text in seen and seen[answer.text] != result:
-                continue
             value = value or form.evaluate(forms)
-            if holds_ratio(value, answer, to_base):
+            if not holds_ratio(value, answer, to_base):
+                continue
+            # The result may print like an operand only when it is one (or carries a unit), or
+            # when the printed line is exact: (2.1 + 1.4 + 2.8) / 3 = 2.1, the floats' mean
+            # being 2.09999999999999994 and the first 2.10000000000000009; not 1 + 10⁻⁹ = 1.
+            if (
+                name
+                or answer.text not in seen
+                or seen[answer.text] == result
+                or holds_ratio(value, answer._replace(half=(0, 1)), to_base)
+            ):
                 return Line(form.render(forms), answer.text + suffix, digits)
         return None
 

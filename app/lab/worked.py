@@ -207,10 +207,11 @@ class _Quick:
 
     ``write`` tries the same digit counts in the same order with the same three checks, so the
     first line this returns is the line ``write`` returns: (1) the operands print distinct
-    where they differ; (2) the result prints like an operand only when it equals it; (3) the
-    printed expression's exact value (every printed operand is an int over a power of ten, so
-    the value is a ratio of ints) lies strictly within half a unit of the printed result's
-    last digit, or equals it (``holds_ratio``, by cross-multiplication). A negative operand after
+    where they differ; (2) the result prints like an operand only when it equals it or the
+    printed line is exact; (3) the printed expression's exact value (every printed operand is
+    an int over a power of ten, so the value is a ratio of ints) lies strictly within half a
+    unit of the printed result's last digit, or equals it (``holds_ratio``, by
+    cross-multiplication). A negative operand after
     an operator prints in parentheses, as ``Formula`` wraps it. Lines that need more than 17
     digits (exact means closer than floats show) are rare: ``write`` writes those.
     """
@@ -237,8 +238,14 @@ class _Quick:
                 return None
         for result_digits in range(digits, 2, -1):
             answer = self.show(result, result_digits)
+            if not holds_ratio(value, answer, None):
+                continue
             other = seen.get(answer.text, result)
-            if (other is result or other == result) and holds_ratio(value, answer, None):
+            if (
+                other is result
+                or other == result
+                or holds_ratio(value, answer._replace(half=(0, 1)))
+            ):
                 return f" = {answer.text}"
         return None
 
