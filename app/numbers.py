@@ -892,6 +892,12 @@ def holds_ratio(expression: Ratio, result: Printed, scale: Ratio | None = None) 
     return gap == 0 or gap * hd < hn * d * vd
 
 
+def exactly_ratio(expression: Ratio, result: Printed, scale: Ratio | None = None) -> bool:
+    """Whether the expression's value is exactly the printed result (``holds_ratio`` with no
+    half a unit of room)."""
+    return holds_ratio(expression, result._replace(half=(0, 1)), scale)
+
+
 @dataclass(frozen=True, slots=True)
 class Line:
     """A written-out line: the expression and its result as printed, and the digits used."""
@@ -965,7 +971,7 @@ def write(
                 name
                 or answer.text not in seen
                 or seen[answer.text] == result
-                or holds_ratio(value, answer._replace(half=(0, 1)), to_base)
+                or exactly_ratio(value, answer, to_base)
             ):
                 return Line(form.render(forms), answer.text + suffix, digits)
         return None

@@ -30,6 +30,7 @@ from app.numbers import (
     distinct_digits,
     distinct_pair,
     exact_sum,
+    exactly_ratio,
     expanded,
     fmt,
     fmt_distinct,
@@ -211,9 +212,9 @@ class _Quick:
     printed line is exact; (3) the printed expression's exact value (every printed operand is
     an int over a power of ten, so the value is a ratio of ints) lies strictly within half a
     unit of the printed result's last digit, or equals it (``holds_ratio``, by
-    cross-multiplication). A negative operand after
-    an operator prints in parentheses, as ``Formula`` wraps it. Lines that need more than 17
-    digits (exact means closer than floats show) are rare: ``write`` writes those.
+    cross-multiplication). A negative operand after an operator prints in parentheses, as
+    ``Formula`` wraps it. Lines that need more than 17 digits (exact means closer than floats
+    show) are rare: ``write`` writes those.
     """
 
     __slots__ = ("N", "r", "show")
@@ -241,11 +242,7 @@ class _Quick:
             if not holds_ratio(value, answer, None):
                 continue
             other = seen.get(answer.text, result)
-            if (
-                other is result
-                or other == result
-                or holds_ratio(value, answer._replace(half=(0, 1)))
-            ):
+            if other is result or other == result or exactly_ratio(value, answer):
                 return f" = {answer.text}"
         return None
 
