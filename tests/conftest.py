@@ -133,9 +133,12 @@ def stop_server(server: LiveServer) -> None:
 
 
 @pytest.fixture(scope="session")
-def live_server() -> Iterator[LiveServer]:
-    """One uvicorn on a free loopback port for the whole session."""
-    server = start_server()
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """One uvicorn on a free loopback port for the whole session, its confirmation pool in a
+    runtime folder of its own: a server started elsewhere on this machine (``make run``, another
+    test's) cannot own the pool it would share, so this one's examples hold ("role": "owner")."""
+    runtime = tmp_path_factory.mktemp("live-server-runtime")
+    server = start_server({"ATLAS_CONFIRM_RUNTIME_DIR": str(runtime)})
     try:
         yield server
     finally:
