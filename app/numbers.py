@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
+from app.decimals import decimal_ratio, same_number
+
 MINUS = "\u2212"
 TIMES = "\N{MULTIPLICATION SIGN}"
 SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
@@ -398,13 +400,14 @@ def _limit_denominator(top: int, bottom: int, most: int) -> Ratio:
 
 
 def exact_sum(values: Iterable[Number]) -> Fraction:
-    """The exact sum (``sum(map(Fraction, values), Fraction(0))``): floats add as ints over a
-    common power-of-two denominator, one Fraction at the end."""
+    """The exact sum, each float as written (``sum(map(Fraction, map(repr, floats)))`` and the
+    rest as they are): floats add as ints over a common power-of-ten denominator, one Fraction
+    at the end."""
     top, bottom = 0, 1
     rest = Fraction(0)
     for value in values:
         if isinstance(value, float):
-            n, d = value.as_integer_ratio()  # d is a power of two
+            n, d = decimal_ratio(value)  # d is a power of ten
             if d == bottom:
                 top += n
             elif d < bottom:
@@ -813,11 +816,12 @@ class Formula:
         return printer.all(self.values, digits)
 
     def distinct(self, forms: list[Printed]) -> dict[str, Number] | None:
-        """Text → value of the printed operands; None if two different values print alike."""
+        """Text → value of the printed operands; None if two different values print alike (a
+        float and an exact value are one number when the float's decimal is that value)."""
         seen: dict[str, Number] = {}
         for value, form in zip(self.values, forms, strict=True):
             other = seen.setdefault(form.text, value)
-            if other is not value and other != value:
+            if other is not value and not same_number(other, value):
                 return None
         return seen
 
@@ -970,7 +974,7 @@ def write(
             if (
                 name
                 or answer.text not in seen
-                or seen[answer.text] == result
+                or same_number(seen[answer.text], result)
                 or exactly_ratio(value, answer, to_base)
             ):
                 return Line(form.render(forms), answer.text + suffix, digits)

@@ -1,8 +1,15 @@
 """Lab states built directly with the state model, as references for the tests."""
 
 from collections.abc import Sequence
+from fractions import Fraction
 
 from app.lab.state import GradientRequest, RingRequest
+
+
+def as_written(value: float) -> Fraction:
+    """A number as the reader sees it written: the shortest decimal that reads back as the
+    float (its ``repr``), exactly. The engine's exact results are of the inputs read so."""
+    return Fraction(repr(float(value)))
 
 
 def means_state(

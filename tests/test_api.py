@@ -49,6 +49,16 @@ def test_gradient_means_form_lesson_example(client: TestClient) -> None:
     assert answer["warnings"] == []
 
 
+def test_gradient_results_are_of_the_numbers_as_written(client: TestClient) -> None:
+    """docs/api.md: means that sum to 0 as written have a plain mean of exactly 0.0."""
+    body = {"counts": [39, 5, 29, 24, 43, 3, 37], "means": [3.7, -2.3, 8.8, -2.7, -6.6, -3.9, 3]}
+    answer = post(client, {**body, "eta": 0.09, "w": 18}).json()
+    assert answer["rank_mean_gradient"] == 0.0
+    assert answer["w_new_rank_mean"] == 18.0
+    assert answer["global_gradient"] == float(Fraction("138.7") / 180)
+    assert answer["w_new_difference"] == float(Fraction("0.09") * Fraction("138.7") / 180)
+
+
 def test_gradient_items_form_lesson_example(client: TestClient) -> None:
     response = post(client, ITEMS_BODY)
     assert response.status_code == 200

@@ -15,10 +15,12 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from app.decimals import as_decimal, decimal_ratio
 from app.engine import EngineError, from_means
 from app.engine.checks import SMALLEST_COUNT, finite_floats, finite_scalar
 from app.engine.gradient import empty_warning
 from app.engine.verdicts import decide, exact_means, rank_means, rank_weights, rounded
+from tests.lab_states import as_written
 
 COUNTS = st.one_of(
     st.sampled_from([0.0, -0.0, 1.0, 2.0, 4.0, 64.0, 0.1, 1e12, 1e308, SMALLEST_COUNT]),
@@ -63,7 +65,7 @@ def reference_from_means(
         empty = n == 0
         mean = np.where(empty, 0.0, given_means)
         exact = exact_means(n.tolist(), mean.tolist(), rank_weights(n.size))
-        step, start = Fraction(eta), Fraction(w)
+        step, start = as_written(eta), as_written(w)
         total = rounded(exact.total)
         scale = n.size * n / total
         occupied = np.where(empty, 1.0, n)
@@ -146,6 +148,52 @@ def test_rank_means_is_exact_means_and_decide(data: tuple[list[float], list[floa
     assert fast.agreement.reason == reference.reason
     for field in ("agree", "difference", "empty", "plain", "counted"):
         assert same(getattr(fast.agreement, field), getattr(reference, field)), field
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+@example(3.7)
+@example(-2.3)
+@example(1e16)  # repr "1e+16"
+@example(9007199254740993.0)  # past 2**53: "9007199254740992.0"
+@example(1.5e-7)
+@example(5e-324)
+@example(1.7976931348623157e308)
+def test_a_float_reads_as_its_repr(value: float) -> None:
+    top, bottom = decimal_ratio(value)
+    assert Fraction(top, bottom) == as_written(value) == as_decimal(value)
+    assert bottom == 10 ** (len(str(bottom)) - 1)  # a power of ten: sums stay plain integers
+
+
+@settings(max_examples=400, deadline=None)
+@given(ranks())
+@example(([39.0, 5.0, 29.0, 24.0, 43.0, 3.0, 37.0], [3.7, -2.3, 8.8, -2.7, -6.6, -3.9, 3.0]))
+def test_exact_means_are_of_the_inputs_as_written(
+    data: tuple[list[float], list[float]],
+) -> None:
+    counts, means = data
+    if not any(counts):
+        counts = [1.0, *counts[1:]]
+    means = [0.0 if n == 0 else m for n, m in zip(counts, means, strict=True)]
+    n = [as_written(x) for x in counts]
+    m = [as_written(y) for y in means]
+    total = sum(n, Fraction(0))
+    exact = exact_means(counts, means, rank_weights(len(counts)))
+    assert exact.total == total
+    assert exact.counted == sum((a * b for a, b in zip(n, m, strict=True)), Fraction(0)) / total
+    assert exact.plain == sum(m, Fraction(0)) / len(m)
+
+
+def test_means_that_sum_to_zero_as_written_have_a_plain_mean_of_zero() -> None:
+    """3.7 - 2.3 + 8.8 - 2.7 - 6.6 - 3.9 + 3 is 0; the floats' binary values sum to 1.3e-15,
+    which the lab showed as the plain rank mean 1.90324e-16 beside those very means."""
+    result = from_means(
+        [39, 5, 29, 24, 43, 3, 37], [3.7, -2.3, 8.8, -2.7, -6.6, -3.9, 3], eta=0.09, w=18
+    )
+    assert result.rank_mean_gradient == 0.0
+    assert result.agreement.plain == 0
+    assert result.w_new_rank_mean == 18.0
+    assert result.agreement.counted == Fraction(13870, 18000)  # 138.7 / 180, as written
 
 
 @settings(max_examples=400, deadline=None)

@@ -56,6 +56,25 @@ def test_lesson_example_fragment_has_the_lessons_numbers(client: TestClient) -> 
     assert "(2×1 + 6×3) / 8 = 2.5" in formula.get_text()
 
 
+def test_means_that_average_to_zero_as_typed_show_a_plain_mean_of_zero(
+    client: TestClient,
+) -> None:
+    """The pane and the details show the numbers as typed: 3.7, -2.3, 8.8, -2.7, -6.6, -3.9 and
+    3 average to 0 (their floats' binary values to 1.9e-16, which the pane used to show)."""
+    query = "counts=39,5,29,24,43,3,37&means=3.7,-2.3,8.8,-2.7,-6.6,-3.9,3&eta=0.09&w=18"
+    page = soup(client.get(f"/lab?{query}", headers=HX).text)
+    assert value(page, "rank-mean") == "0"
+    assert value(page, "w-new-rank-mean") == "18"
+    assert value(page, "g") == "0.770556"
+    verdict = page.select_one(".lab-verdict")
+    assert verdict is not None
+    assert verdict.get_text().startswith("The plain rank mean gives 0 instead of 0.770556 ")
+    details = soup(client.get(f"/lab?{query}", headers=DETAILS).text)
+    line = details.select_one('[data-formula="rank-mean"]')
+    assert line is not None
+    assert "(3.7 + (−2.3) + 8.8 + (−2.7) + (−6.6) + (−3.9) + 3) / 7 = 0" in line.get_text()
+
+
 def test_htmx_gets_only_the_fragment_and_a_plain_get_the_whole_page(client: TestClient) -> None:
     fragment = client.get(f"/lab?{LESSON}", headers=HX)
     assert "<html" not in fragment.text

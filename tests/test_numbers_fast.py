@@ -45,6 +45,7 @@ from app.numbers import (
     written,
 )
 from app.sentences import reason
+from tests.lab_states import as_written
 
 
 def reference_printed(value: Number, digits: int) -> tuple[str, Fraction, Fraction]:
@@ -216,13 +217,17 @@ def test_columns_are_one_digit_count_for_all() -> None:
             assert worked.column(values, exact) == expected
 
 
-def test_exact_sum_is_the_fraction_sum() -> None:
+def test_exact_sum_is_the_fraction_sum_of_the_numbers_as_written() -> None:
     rng = random.Random(10)
     for _ in range(2000):
         values: list[Number] = [random_float(rng) for _ in range(rng.randint(0, 9))]
         if rng.random() < 0.2:
             values.append(Fraction(rng.randint(-9, 9), rng.randint(1, 9)))
-        assert exact_sum(values) == sum((Fraction(v) for v in values), Fraction(0))
+        expected = sum(
+            (as_written(v) if isinstance(v, float) else Fraction(v) for v in values), Fraction(0)
+        )
+        assert exact_sum(values) == expected
+    assert exact_sum([0.1, 0.2, -0.3]) == 0  # the floats' binary values sum to 2.8e-17
 
 
 def means_result(rng: random.Random) -> GradientResult:
@@ -281,6 +286,23 @@ def test_flat_shapes_are_their_trees_as_written() -> None:
             expected = written(tree, result, most=60)
             assert write(flat, result, most=60, printer=printer) == expected
             assert write(flat, result, most=60) == expected
+
+
+def test_a_float_and_the_exact_value_it_reads_as_are_one_operand() -> None:
+    """η = 0.35 (a float) and the plain rank mean 7/20 (exact) are one number as written: the
+    line prints both as 0.35, not 0.34999999999999998 against 0.35 (its 17 digits tell the
+    float's binary value from 7/20). Two numbers that differ still print apart."""
+    eta, g = 0.35, Fraction(11, 84)
+    line = written(
+        times(Value(eta), minus(Value(g), Value(Fraction(7, 20)))),
+        as_written(eta) * (g - Fraction(7, 20)),
+    )
+    assert (line.expression, line.digits) == ("0.35×(0.130952 − 0.35)", 6)
+    near = Fraction(7, 20) + Fraction(1, 10**9)
+    apart = written(
+        times(Value(eta), minus(Value(g), Value(near))), as_written(eta) * (g - near), most=60
+    )
+    assert (apart.expression, apart.digits) == ("0.35×(0.130952381 − 0.350000001)", 9)
 
 
 def test_lines_are_written_from_the_trees() -> None:
@@ -483,7 +505,7 @@ def test_distinct_pair_is_fmt_distinct() -> None:
 def reference_figures(result: GradientResult) -> worked.Figures:
     """``worked.figures`` as it was: every figure from ``fmt``/``fmt_distinct`` and Fractions."""
     g, rank_mean = result.agreement.counted, result.agreement.plain
-    w, eta = Fraction(result.w), Fraction(result.eta)
+    w, eta = as_written(result.w), as_written(result.eta)
     shown_g, shown_rank_mean = fmt_distinct((g, rank_mean), most=60)
     steps = ((result.w_new, w - eta * g), (result.w_new_rank_mean, w - eta * rank_mean))
     digits = distinct_digits([rounded for rounded, _ in steps])

@@ -38,7 +38,7 @@ from app.lab.state import GradientRequest, RingRequest
 from app.lab.view import lab_charts, lab_details, lab_view, ring_view
 from app.numbers import fmt
 from app.sentences import MOST_DIGITS
-from tests.lab_states import means_state, ring_state
+from tests.lab_states import as_written, means_state, ring_state
 
 STATES: Counter[str] = Counter()
 MINUS, TIMES = "\u2212", "\u00d7"
@@ -182,8 +182,9 @@ def ulps(value: Fraction, count: int = 2) -> Fraction:
 
 
 def exact(counts: list[float], means: list[float]) -> tuple[Fraction, Fraction]:
-    n = [Fraction(c) for c in counts]
-    m = [Fraction(x) if c else Fraction(0) for c, x in zip(counts, means, strict=True)]
+    """Both means of the inputs as written (3.7 is 37/10, not the float's binary value)."""
+    n = [as_written(c) for c in counts]
+    m = [as_written(x) if c else Fraction(0) for c, x in zip(counts, means, strict=True)]
     total = sum(n, Fraction(0))
     g = sum((a * b for a, b in zip(n, m, strict=True)), Fraction(0)) / total
     return g, sum(m, Fraction(0)) / len(m)
@@ -192,7 +193,7 @@ def exact(counts: list[float], means: list[float]) -> tuple[Fraction, Fraction]:
 def condition(counts: list[float], means: list[float]) -> str:
     """Which condition makes the schemes agree (or not), decided here apart from the engine."""
     g, rank_mean = exact(counts, means)
-    occupied = [Fraction(m) for c, m in zip(counts, means, strict=True) if c]
+    occupied = [as_written(m) for c, m in zip(counts, means, strict=True) if c]
     empty = len(occupied) < len(counts)
     if len(counts) == 1:
         return "one rank"
@@ -271,7 +272,7 @@ def test_verdict_figures_and_lines_hold_for_any_means_state(
     STATES["means"] += 1
     result = from_means(counts, means, eta=eta, w=w)
     g, rank_mean = exact(counts, means)
-    step, start = Fraction(eta), Fraction(w)
+    step, start = as_written(eta), as_written(w)
     lab_state = means_state(tuple(counts), tuple(means), eta, w)
     view = lab_view(result, lab_state)
     details = lab_details(result, lab_state)
@@ -288,7 +289,7 @@ def test_verdict_figures_and_lines_hold_for_any_means_state(
         assert side == ("higher" if rank_mean > g else "lower")
         kept = [(c, m) for c, m in zip(counts, means, strict=True) if c]
         if len(kept) < len(counts) and (
-            len({c for c, _ in kept}) == 1 or len({Fraction(m) for _, m in kept}) == 1
+            len({c for c, _ in kept}) == 1 or len({as_written(m) for _, m in kept}) == 1
         ):
             # Only the empty ranks make the difference: the ranks with items alone would agree.
             assert reason == "it counts each empty rank as a mean of 0 and still divides by P"
@@ -309,7 +310,7 @@ def test_verdict_figures_and_lines_hold_for_any_means_state(
 
     # 2 and 3. the headline figures
     for name, text, truth in (
-        ("N", view.N, sum((Fraction(c) for c in counts), Fraction(0))),
+        ("N", view.N, sum(map(as_written, counts), Fraction(0))),
         ("g", view.global_gradient, g),
         ("rank mean", view.rank_mean_gradient, rank_mean),
         ("w_new", view.w_new, start - step * g),
@@ -324,7 +325,7 @@ def test_verdict_figures_and_lines_hold_for_any_means_state(
     assert (view.w_new == view.w_new_rank_mean) is (result.w_new == result.w_new_rank_mean)
 
     # 1. every written-out line holds as printed, and its result is the true value
-    check_rounded(check_line_text(details.lines.N), sum(map(Fraction, counts), Fraction(0)))
+    check_rounded(check_line_text(details.lines.N), sum(map(as_written, counts), Fraction(0)))
     check_rounded(check_line_text(details.lines.g), g, ulps(g))
     check_rounded(check_line_text(details.lines.rank_mean), rank_mean, ulps(rank_mean))
     check_line(details.lines.compensated)
@@ -406,7 +407,7 @@ def test_the_verdict_and_the_lines_print_the_figures_numbers_wherever_a_line_can
             verdicts += 1
             plain, counted, *_ = verdict_parts(lab_view(result, lab_state).verdict, rank_mean, g)
             assert (plain, counted) == (fmt(rank_mean), fmt(g)), (counts, means)
-        eta = Fraction(0.35)
+        eta = as_written(0.35)
         expression = "0.35×({} − {})".format(
             *(f"({fmt(x)})" if x < 0 else fmt(x) for x in (g, rank_mean))
         )
@@ -672,12 +673,14 @@ def test_subnormal_count_on_the_page_is_an_inline_message(client: TestClient) ->
 
 
 def test_a_step_below_the_float_range_is_not_printed_as_zero() -> None:
-    # w - η g = 5e-324 - 0.5 × 1.5e-323 is −2.47×10⁻³²⁴ exactly: the float rounds it to −0.
-    result = from_means([1.0], [1.5e-323], eta=0.5, w=5e-324)
+    # w - η g = 2e-323 - 0.5 × 4.4e-323 is −2×10⁻³²⁴ exactly (as written): the float rounds it
+    # to −0, below half the smallest subnormal (2.47×10⁻³²⁴).
+    result = from_means([1.0], [4.4e-323], eta=0.5, w=2e-323)
     assert result.w_new == 0.0
-    state = means_state([1.0], [1.5e-323], 0.5, 5e-324)
+    state = means_state([1.0], [4.4e-323], 0.5, 2e-323)
     view = lab_view(result, state)
-    truth = Fraction(5e-324) - Fraction(1, 2) * Fraction(1.5e-323)
+    truth = as_written(2e-323) - Fraction(1, 2) * as_written(4.4e-323)
+    assert truth == Fraction(-2, 10**324)
     check_rounded(view.w_new, truth)
     assert view.w_new != "0"
     check_line(lab_details(result, state).lines.w_new)

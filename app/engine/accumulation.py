@@ -6,6 +6,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from app.decimals import as_decimal
 from app.engine.checks import as_floats, finite_results, finite_scalar, quiet_overflow, ranked_items
 from app.engine.errors import EngineError, renamed_fields
 from app.engine.gradient import (
@@ -132,7 +133,7 @@ def accumulate(
         [Fraction(1, ranks * len(row)) for row in counts for _ in row],
     )
     agreement = decide(exact)
-    step, start = Fraction(eta), Fraction(w)
+    step, start = as_decimal(eta), as_decimal(w)
     naive = rounded(exact.plain)
     window = rounded(exact.counted)
     scale = [[ranks * len(row) * n / total for n in row] for row in counts]

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from app.decimals import decimal_ratio
 from app.engine.checks import (
     FloatArray,
     finite_floats,
@@ -75,8 +76,10 @@ def from_means(
       ``w_new_difference = w_new_rank_mean - w_new = η·(g - rank mean)``,
       per-item influence ``1/N`` (global) against ``1/(P·nᵣ)`` (rank mean), 0 for empty ranks.
 
-    The means, N, both steps and the difference are the exact values of the float inputs
-    rounded once (so the difference is exactly 0 whenever the two means are equal);
+    The means, N, both steps and the difference are the exact values of the inputs as written
+    (each float read as its shortest decimal: means 3.7, -2.3, 8.8, -2.7, -6.6, -3.9 and 3 have
+    a plain mean of exactly 0, where their floats' binary values give 1.9e-16), rounded once
+    (so the difference is exactly 0 whenever the two means are equal);
     ``agreement`` names the condition that makes them agree, or why they differ.
 
     Raises EngineError (naming the field) for mismatched lengths, non-finite or negative input,
@@ -109,7 +112,7 @@ def from_means(
     # when the two schemes are the same computation their difference is exactly 0.
     exact = rank_means(n, mean)
     (counted_top, counted_den), (plain_top, plain_den) = exact.counted, exact.plain
-    (w_top, w_den), (eta_top, eta_den) = w.as_integer_ratio(), eta.as_integer_ratio()
+    (w_top, w_den), (eta_top, eta_den) = decimal_ratio(w), decimal_ratio(eta)
     # w - η·a/b = (w_top·η_den·b - η_top·a·w_den) / (w_den·η_den·b)
     w_eta_top, eta_w_den, w_eta_den = w_top * eta_den, eta_top * w_den, w_den * eta_den
     ratios = (

@@ -7,8 +7,9 @@ An entry with count 0 has no mean: both count it as ``ḡᵢ = 0``. Their differ
 
     plain - counted = Σᵢ (cᵢ - nᵢ/N)·ḡᵢ
 
-is computed here from the floats' exact rational values (``fractions.Fraction``), so when the
-two are the same computation it is exactly 0, and the condition that makes them agree is named.
+is computed here exactly (``fractions.Fraction``) from the inputs as written (each float read as
+its shortest decimal, ``app.decimals``: 3.7 is 37/10), so when the two are the same computation
+of those numbers it is exactly 0, and the condition that makes them agree is named.
 """
 
 import math
@@ -16,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, NamedTuple
+
+from app.decimals import decimal_ratio
 
 # Why the two weightings agree (the first that holds, in this order) or why they differ.
 Reason = Literal[
@@ -70,8 +73,8 @@ class Agreement:
 
 
 def _dyadic_sum(ratios: Iterable[tuple[int, int]]) -> Fraction:
-    """The exact sum of ratios whose denominators are powers of two (``float.as_integer_ratio``):
-    plain integers over the largest denominator, one Fraction at the end."""
+    """The exact sum of ratios whose denominators are powers of ten (``decimal_ratio``): plain
+    integers over the largest denominator (a multiple of the others), one Fraction at the end."""
     pairs = list(ratios)
     if not pairs:
         return Fraction(0)
@@ -88,8 +91,8 @@ def exact_means(
     """
     n = tuple(float(x) for x in counts)
     m = tuple(float(y) if x else 0.0 for x, y in zip(n, means, strict=True))
-    n_ratios = [x.as_integer_ratio() for x in n]
-    m_ratios = [y.as_integer_ratio() for y in m]
+    n_ratios = [decimal_ratio(x) for x in n]
+    m_ratios = [decimal_ratio(y) for y in m]
     total = _dyadic_sum(n_ratios)
     products = ((a * c, b * d) for (a, b), (c, d) in zip(n_ratios, m_ratios, strict=True))
     counted = _dyadic_sum(products) / total
@@ -143,7 +146,7 @@ def decide(exact: Exact) -> Agreement:
 
 
 # ---- the plain rank mean (every weight 1/P), in integers -------------------------------------
-# Every float is an integer over a power of two (``float.as_integer_ratio``): sums of them are
+# Every input as written is an integer over a power of ten (``decimal_ratio``): sums of them are
 # exact as plain integers over the largest denominator. The lab asks for this comparison on every
 # request, and Fraction's gcd at every step was most of its cost; ``exact_means`` and ``decide``
 # stay the reference (and serve any other weights).
@@ -178,13 +181,13 @@ def rank_means(counts: Sequence[float], means: Sequence[float]) -> RankMeans:
     """
     ranks = len(counts)
     # One pass: Σ nᵣ = n_top / n_den, Σ ḡᵣ = m_top / m_den and Σ nᵣ ḡᵣ = p_top / (n_den · m_den)
-    # over the largest denominators so far (powers of two: the larger is a multiple of the
+    # over the largest denominators so far (powers of ten: the larger is a multiple of the
     # smaller, so the sums so far scale up exactly when a larger one comes).
     n_top = m_top = p_top = 0
     n_den = m_den = 1
     for x, y in zip(counts, means, strict=True):
-        a, d = x.as_integer_ratio()
-        b, e = y.as_integer_ratio()
+        a, d = decimal_ratio(x)
+        b, e = decimal_ratio(y)
         if d != n_den:
             if d > n_den:
                 k = d // n_den

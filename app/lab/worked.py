@@ -12,6 +12,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import NamedTuple
 
+from app.decimals import as_decimal, decimal_ratio, same_number
 from app.engine import GradientResult, PathEnds, RingCost, Trajectory
 from app.numbers import (
     DIGITS,
@@ -80,14 +81,14 @@ def figures(
         if shown_w_new == shown_w_new_rank_mean and w_new != w_new_rank_mean:
             shown_w_new, shown_w_new_rank_mean = fmt_distinct((w_new, w_new_rank_mean))
     else:  # a step that rounds to 0 shows its exact value where that is not 0
-        w, eta = Fraction(result.w), Fraction(result.eta)
+        w, eta = as_decimal(result.w), as_decimal(result.eta)
         steps = ((w_new, w - eta * g), (w_new_rank_mean, w - eta * rank_mean))
         digits = distinct_digits([rounded for rounded, _ in steps])
         shown_w_new, shown_w_new_rank_mean = (
             fmt(exact if rounded == 0 and exact else rounded, digits) for rounded, exact in steps
         )
     # η·(g - rank mean) as a ratio, unreduced: printing it needs no gcd.
-    eta_top, eta_bottom = result.eta.as_integer_ratio()
+    eta_top, eta_bottom = decimal_ratio(result.eta)
     top = eta_top * (g.numerator * rank_mean.denominator - rank_mean.numerator * g.denominator)
     difference = (
         Digits(top, eta_bottom * g.denominator * rank_mean.denominator).text(DIGITS) if top else "0"
@@ -134,7 +135,7 @@ def lines(result: GradientResult) -> Lines:
     counts, means, ranks = result.counts, result.means, result.P
     factors, compensated = result.scale_factors, result.compensated_means
     total = exact_sum(counts)
-    w, eta = Fraction(result.w), Fraction(result.eta)
+    w, eta = as_decimal(result.w), as_decimal(result.eta)
     printer = Printer()
     quick = _Quick(printer, result, total)
 
@@ -235,14 +236,14 @@ class _Quick:
         seen: dict[str, Number] = {}
         for operand, form in zip(operands, forms, strict=True):
             other = seen.setdefault(form.text, operand)
-            if other is not operand and other != operand:
+            if other is not operand and not same_number(other, operand):
                 return None
         for result_digits in range(digits, 2, -1):
             answer = self.show(result, result_digits)
             if not holds_ratio(value, answer, None):
                 continue
             other = seen.get(answer.text, result)
-            if other is result or other == result or exactly_ratio(value, answer):
+            if other is result or same_number(other, result) or exactly_ratio(value, answer):
                 return f" = {answer.text}"
         return None
 

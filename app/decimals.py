@@ -1,0 +1,60 @@
+"""A number as it was written: each float read as the shortest decimal that reads back as it.
+
+The lab's inputs arrive as decimal text (a query, a form, JSON) and become floats on the way in.
+A float is a binary fraction: 3.7 is stored as 3.700000000000000177…, and exact arithmetic on
+such values turned means a student typed to sum to 0 (3.7, -2.3, 8.8, -2.7, -6.6, -3.9, 3) into
+a plain rank mean of 1.9e-16, printed beside those very means, and lines of 18-digit operands.
+Read as written (``repr`` is the shortest decimal that reads back as the same float), they sum to
+exactly 0: every exact result is of the numbers the reader sees, rounded once to a float.
+
+A float computed from others (a mean of items, 0.30000000000000004) reads as its shortest
+decimal too, within half a unit of its 17th digit of the binary value: the float nearest to a
+result is the same either way but for ties that far down. Pure Python, for the engine (its exact
+results) and for ``app.numbers`` (whether two numbers are the same number).
+"""
+
+from fractions import Fraction
+
+Ratio = tuple[int, int]
+
+# Whole floats below this are exact integers and print as themselves (repr of 1e16 is "1e+16").
+_EXACT_WHOLE = 2.0**53
+# repr writes at most 17 significant digits in fixed notation (from 1e-4 up to 1e16).
+_POWERS = [10**k for k in range(24)]
+
+
+def decimal_ratio(value: float) -> Ratio:
+    """``value`` as written, ``(top, 10**k)``, unreduced: the denominators of any two share the
+    larger as a multiple of the smaller, so sums stay plain integers over the largest one."""
+    if -_EXACT_WHOLE < value < _EXACT_WHOLE and value.is_integer():
+        return int(value), 1
+    text = repr(value)
+    if "e" not in text:  # fixed notation, the common case: "-3.7"
+        point = text.find(".")
+        return int(text[:point] + text[point + 1 :]), _POWERS[len(text) - point - 1]
+    mantissa, _, exponent = text.partition("e")
+    point = mantissa.find(".")
+    if point < 0:
+        digits, places = mantissa, 0
+    else:
+        digits, places = mantissa[:point] + mantissa[point + 1 :], len(mantissa) - point - 1
+    places -= int(exponent)
+    top = int(digits)
+    if places >= 0:
+        return top, 10**places
+    return top * 10**-places, 1
+
+
+def as_decimal(value: float) -> Fraction:
+    """``value`` as written, exactly (``Fraction(repr(value))``, without parsing a string)."""
+    return Fraction(*decimal_ratio(value))
+
+
+def same_number(a: float | Fraction | int, b: float | Fraction | int) -> bool:
+    """Whether two numbers are one number as written: a float and an exact value compare by
+    the float's decimal (0.35 is 7/20), two floats or two exact values as they are."""
+    if a == b:
+        return True
+    if (type(a) is float) is (type(b) is float):
+        return False
+    return (as_decimal(a) if type(a) is float else a) == (as_decimal(b) if type(b) is float else b)
