@@ -73,6 +73,14 @@ def test_means_that_average_to_zero_as_typed_show_a_plain_mean_of_zero(
     line = details.select_one('[data-formula="rank-mean"]')
     assert line is not None
     assert "(3.7 + (−2.3) + 8.8 + (−2.7) + (−6.6) + (−3.9) + 3) / 7 = 0" in line.get_text()
+    # The pictures' fixed points are w - g and w - the rank mean, as written: at w = 0, 0.
+    charts = soup(client.get(f"/lab?{query.replace('w=18', 'w=0')}", headers=CHARTS).text)
+    assert value(charts, "fixed-rank-mean") == "0"
+    assert value(charts, "fixed-global") == "−0.770556"
+    # w - ḡᵣ too: -8.5 - (-9.8) and -8.5 - (-7.2) as floats are 1.3000000000000007 and
+    # -1.2999999999999998, whose mean is 4.5e-16 where the mean as written is 0.
+    charts = soup(client.get("/lab?counts=3,3&means=-9.8,-7.2&eta=0.5&w=-8.5", headers=CHARTS).text)
+    assert value(charts, "fixed-rank-mean") == value(charts, "fixed-global") == "0"
 
 
 def test_htmx_gets_only_the_fragment_and_a_plain_get_the_whole_page(client: TestClient) -> None:

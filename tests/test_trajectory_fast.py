@@ -33,6 +33,7 @@ from app.lab.view import (
 )
 from app.lab.worked import _distinct_pair
 from app.numbers import fmt_distinct
+from tests.lab_states import as_written
 
 # ---- the engine ------------------------------------------------------------------------------
 
@@ -41,12 +42,17 @@ def _reference_numbers(
     targets: list[list[float]], weights: list[list[float]], eta: float
 ) -> tuple[float, float, float, float]:
     """Fixed points and contractions in Fractions, from the float per-rank sums (each rank's
-    items added in order), as the engine defines them."""
-    counts = [Fraction(_in_order(rank)) for rank in weights]
-    sums = [
-        Fraction(_in_order([v * y for y, v in zip(ys, vs, strict=True)]))
-        for ys, vs in zip(targets, weights, strict=True)
-    ]
+    items added in order), as the engine defines them; where every rank is one item (the
+    counts-and-means form), from each count times its target, both as written."""
+    if all(len(ys) == 1 for ys in targets):
+        counts = [as_written(vs[0]) for vs in weights]
+        sums = [n * as_written(ys[0]) for n, ys in zip(counts, targets, strict=True)]
+    else:
+        counts = [Fraction(_in_order(rank)) for rank in weights]
+        sums = [
+            Fraction(_in_order([v * y for y, v in zip(ys, vs, strict=True)]))
+            for ys, vs in zip(targets, weights, strict=True)
+        ]
     means = [s / n for s, n in zip(sums, counts, strict=True) if n]
     return (
         float(sum(sums, Fraction(0)) / sum(counts, Fraction(0))),

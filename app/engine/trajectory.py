@@ -8,6 +8,7 @@ from typing import NamedTuple, NoReturn
 
 import numpy as np
 
+from app.decimals import decimal_ratio
 from app.engine.checks import (
     SMALLEST_COUNT,
     finite_floats,
@@ -238,12 +239,26 @@ def _ratio_sum(values: Sequence[tuple[int, int]]) -> tuple[int, int]:
     return top, bottom
 
 
-def _fixed_points(counts: list[float], sums: list[float]) -> tuple[float, float, int]:
+def _fixed_points(
+    counts: list[float], sums: list[float], single: list[float] | None = None
+) -> tuple[float, float, int]:
     """The schemes' fixed points from the exact per-rank sums, each the float nearest to its
     exact value: the weighted item mean ``Σ sums / Σ counts``, and the plain mean of the
-    occupied ranks' means ``sumᵣ / countᵣ``; and how many ranks are occupied."""
-    exact_sums = list(map(float.as_integer_ratio, sums))
-    exact_counts = list(map(float.as_integer_ratio, counts))
+    occupied ranks' means ``sumᵣ / countᵣ``; and how many ranks are occupied.
+
+    ``single``: each rank's one target, where every rank has one item (the counts-and-means
+    form). Then a rank's sum is its count times its target exactly, both as written (3.7 is
+    37/10: ``app.decimals``), as the engine's means are; the sums of many items are the floats
+    their additions gave."""
+    if single is None:
+        exact_sums = list(map(float.as_integer_ratio, sums))
+        exact_counts = list(map(float.as_integer_ratio, counts))
+    else:
+        exact_counts = list(map(decimal_ratio, counts))
+        exact_sums = [
+            (a * b, d * e)
+            for (a, d), (b, e) in zip(exact_counts, map(decimal_ratio, single), strict=True)
+        ]
     count_top, count_bottom = _ratio_sum(exact_counts)
     sum_top, sum_bottom = _ratio_sum(exact_sums)
     fixed_global = _nearest(sum_top * count_bottom, sum_bottom * count_top)
@@ -383,7 +398,8 @@ def trajectory(
     # Each scheme is the affine map w ← f + c·(w - f) (f its fixed point, c its contraction);
     # f and c come from the exact values of the per-rank sums, so two schemes that are the same
     # computation (one rank, equal counts, equal rank means) take exactly the same path.
-    fixed_global, fixed_rank_mean, occupied = _fixed_points(counts, sums)
+    single = [y[0] for y in ys] if all(len(y) == 1 for y in ys) else None
+    fixed_global, fixed_rank_mean, occupied = _fixed_points(counts, sums, single)
     if not (math.isfinite(fixed_global) and math.isfinite(fixed_rank_mean)):
         finite_results("targets", fixed_point_global=fixed_global, fixed_point=fixed_rank_mean)
     contractions, path_global, path_rank_mean, taken, diverged, warnings = _run(
@@ -486,7 +502,7 @@ def path_ends(
         total = float(np.sum(np.array(counts_f, dtype=np.float64)))
     if not total:
         return _ends(targets, counts, eta, w, steps)  # which refuses it, as trajectory does
-    fixed_global, fixed_rank_mean, occupied = _fixed_points(counts_f, sums)
+    fixed_global, fixed_rank_mean, occupied = _fixed_points(counts_f, sums, ys)
     if not (math.isfinite(fixed_global) and math.isfinite(fixed_rank_mean)):
         return _ends(targets, counts, eta, w, steps)
     contractions, path_global, path_rank_mean, taken, diverged, warnings = _run(

@@ -7,6 +7,7 @@ Geometry is in SVG viewBox units and every label is already text; templates only
 import math
 from typing import NamedTuple, Protocol
 
+from app.decimals import decimal_ratio
 from app.engine import GradientResult, PathEnds, path_ends
 from app.lab.query import DEFAULT_STEPS
 from app.lab.scale import nice_ceiling
@@ -163,5 +164,11 @@ def implied_path(state: GradientRequest, steps: int = DEFAULT_STEPS) -> PathEnds
     """
     counts, means = state.counts or [], state.means or []
     w = state.w
-    targets = [w - mean for mean in means]
+    # w - ḡᵣ as written, rounded once (3.7 is 37/10: app.decimals), as the engine's means are:
+    # the targets' fixed points are then w - g and w - the rank mean exactly.
+    w_top, w_bottom = decimal_ratio(w)
+    targets = [
+        (w_top * bottom - top * w_bottom) / (w_bottom * bottom)
+        for top, bottom in map(decimal_ratio, means)
+    ]
     return path_ends(targets, list(counts), eta=state.eta, w=w, steps=steps)
