@@ -67,7 +67,12 @@ def reference_from_means(
         exact = exact_means(n.tolist(), mean.tolist(), rank_weights(n.size))
         step, start = as_written(eta), as_written(w)
         total = rounded(exact.total)
-        scale = n.size * n / total
+        # P·nᵣ/N and P·nᵣ ḡᵣ/N exactly, of the numbers as written, each rounded once.
+        scale = np.array([rounded(n.size * as_written(x) / exact.total) for x in n.tolist()])
+        compensated = [
+            rounded(n.size * as_written(x) * as_written(m) / exact.total)
+            for x, m in zip(n.tolist(), mean.tolist(), strict=True)
+        ]
         occupied = np.where(empty, 1.0, n)
         return {
             "P": int(n.size),
@@ -77,7 +82,7 @@ def reference_from_means(
             "global_gradient": rounded(exact.counted),
             "rank_mean_gradient": rounded(exact.plain),
             "scale_factors": tuple(scale.tolist()),
-            "compensated_means": tuple((scale * mean).tolist()),
+            "compensated_means": tuple(compensated),
             "w_new": rounded(start - step * exact.counted),
             "w_new_rank_mean": rounded(start - step * exact.plain),
             "w_new_difference": rounded(-step * exact.difference),
@@ -194,6 +199,16 @@ def test_means_that_sum_to_zero_as_written_have_a_plain_mean_of_zero() -> None:
     assert result.agreement.plain == 0
     assert result.w_new_rank_mean == 18.0
     assert result.agreement.counted == Fraction(13870, 18000)  # 138.7 / 180, as written
+
+
+def test_compensated_means_equal_as_written_are_equal_floats() -> None:
+    """40 x -6.3 and 45 x -5.6 are both -252: the two ranks' compensated means P·nᵣ ḡᵣ/N are one
+    number, and the details' line lists them as one (scaled in floats first, they differed in
+    the 16th digit, and the line printed 17-digit operands to tell them apart)."""
+    result = from_means([40, 45, 62], [-6.3, -5.6, -4.1], eta=1.89, w=-10)
+    assert result.compensated_means[0] == result.compensated_means[1]
+    assert result.compensated_means[0] == float(Fraction(3 * -252, 147))
+    assert result.scale_factors == tuple(float(Fraction(3 * n, 147)) for n in (40, 45, 62))
 
 
 @settings(max_examples=400, deadline=None)

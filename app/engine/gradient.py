@@ -128,8 +128,11 @@ def from_means(
     except OverflowError:  # one leaves the float range: ±inf there, refused below
         values = [ratio_float(ratio) for ratio in ratios]
     global_gradient, rank_mean_gradient, total, w_new, w_new_rank_mean, w_new_difference = values
-    scale = [ranks * x / total for x in n]
-    compensated = [f * y for f, y in zip(scale, mean, strict=True)]
+    # P·nᵣ/N and P·nᵣ ḡᵣ/N as written, each rounded once: compensated means equal as written
+    # are equal floats (40 x -6.3 and 45 x -5.6 are both -252).
+    n_top, n_den = exact.total
+    scale = [ratio_float((ranks * a * n_den, d * n_top)) for a, d in exact.counts]
+    compensated = [ratio_float((ranks * p * n_den, q * n_top)) for p, q in exact.products]
     global_weight = 1.0 / total
     if warnings:
         influence_global = [0.0 if x == 0 else global_weight for x in n]

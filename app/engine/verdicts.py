@@ -163,6 +163,8 @@ class RankMeans(NamedTuple):
     plain: Ratio  # (1/P) Σ ḡᵣ
     difference: Ratio  # plain - counted
     agreement: Agreement
+    counts: tuple[Ratio, ...]  # each nᵣ as written
+    products: tuple[Ratio, ...]  # each nᵣ ḡᵣ as written
 
 
 def ratio_float(ratio: Ratio) -> float:
@@ -185,9 +187,13 @@ def rank_means(counts: Sequence[float], means: Sequence[float]) -> RankMeans:
     # smaller, so the sums so far scale up exactly when a larger one comes).
     n_top = m_top = p_top = 0
     n_den = m_den = 1
+    count_ratios: list[Ratio] = []
+    products: list[Ratio] = []
     for x, y in zip(counts, means, strict=True):
         a, d = decimal_ratio(x)
         b, e = decimal_ratio(y)
+        count_ratios.append((a, d))
+        products.append((a * b, d * e))
         if d != n_den:
             if d > n_den:
                 k = d // n_den
@@ -237,7 +243,9 @@ def rank_means(counts: Sequence[float], means: Sequence[float]) -> RankMeans:
         plain=Fraction(*plain),
         counted=Fraction(*counted),
     )
-    return RankMeans((n_top, n_den), counted, plain, difference, agreement)
+    return RankMeans(
+        (n_top, n_den), counted, plain, difference, agreement, tuple(count_ratios), tuple(products)
+    )
 
 
 def _proportional(exact: Exact) -> bool:
