@@ -21,6 +21,9 @@ Ratio = tuple[int, int]
 _EXACT_WHOLE = 2.0**53
 # repr writes at most 17 significant digits in fixed notation (from 1e-4 up to 1e16).
 _POWERS = [10**k for k in range(24)]
+# The quick search for a short decimal: up to 6 places, below 1e9 (a slider's 3.7, η's 0.35).
+_FEW_PLACES_BELOW = 1e9
+_SCALES = [(10.0**k, 10**k) for k in range(1, 7)]
 
 
 def decimal_ratio(value: float) -> Ratio:
@@ -28,6 +31,15 @@ def decimal_ratio(value: float) -> Ratio:
     larger as a multiple of the smaller, so sums stay plain integers over the largest one."""
     if -_EXACT_WHOLE < value < _EXACT_WHOLE and value.is_integer():
         return int(value), 1
+    if -_FEW_PLACES_BELOW < value < _FEW_PLACES_BELOW:
+        # A decimal of k ≤ 6 places that reads back as value is what repr writes: below 1e9 a
+        # float's spacing is under 10⁻⁶, so at most one such decimal has k places, and none with
+        # fewer was found. value·10ᵏ is within 0.2 of its integer, so round() finds it, and the
+        # int division (rounded once) checks it.
+        for scale, power in _SCALES:
+            top = round(value * scale)
+            if top / power == value:
+                return top, power
     text = repr(value)
     if "e" not in text:  # fixed notation, the common case: "-3.7"
         point = text.find(".")

@@ -164,6 +164,11 @@ def test_rank_means_is_exact_means_and_decide(data: tuple[list[float], list[floa
 @example(1.5e-7)
 @example(5e-324)
 @example(1.7976931348623157e308)
+@example(0.123456)  # six places: the quick search's last
+@example(0.1234567)  # seven: repr's
+@example(999999999.5)
+@example(-0.30000000000000004)
+@example(1e-4)
 def test_a_float_reads_as_its_repr(value: float) -> None:
     top, bottom = decimal_ratio(value)
     assert Fraction(top, bottom) == as_written(value) == as_decimal(value)
