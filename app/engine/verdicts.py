@@ -72,7 +72,7 @@ class Agreement:
     counted: Fraction
 
 
-def _dyadic_sum(ratios: Iterable[tuple[int, int]]) -> Fraction:
+def _decimal_sum(ratios: Iterable[tuple[int, int]]) -> Fraction:
     """The exact sum of ratios whose denominators are powers of ten (``decimal_ratio``): plain
     integers over the largest denominator (a multiple of the others), one Fraction at the end."""
     pairs = list(ratios)
@@ -93,13 +93,13 @@ def exact_means(
     m = tuple(float(y) if x else 0.0 for x, y in zip(n, means, strict=True))
     n_ratios = [decimal_ratio(x) for x in n]
     m_ratios = [decimal_ratio(y) for y in m]
-    total = _dyadic_sum(n_ratios)
+    total = _decimal_sum(n_ratios)
     products = ((a * c, b * d) for (a, b), (c, d) in zip(n_ratios, m_ratios, strict=True))
-    counted = _dyadic_sum(products) / total
+    counted = _decimal_sum(products) / total
     groups: dict[Fraction, list[tuple[int, int]]] = {}
     for weight, ratio in zip(plain_weights, m_ratios, strict=True):
         groups.setdefault(weight, []).append(ratio)
-    plain = sum((weight * _dyadic_sum(group) for weight, group in groups.items()), Fraction(0))
+    plain = sum((weight * _decimal_sum(group) for weight, group in groups.items()), Fraction(0))
     return Exact(n, m, tuple(plain_weights), total, counted, plain)
 
 
