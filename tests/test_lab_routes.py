@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from bs4 import BeautifulSoup, Tag
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
 from fastapi.testclient import TestClient
 
 from app.lab.panel import PRESETS
@@ -479,6 +479,29 @@ def test_the_lab_routes_are_called_as_they_are_and_still_documented(client: Test
     paths = client.get("/openapi.json").json()["paths"]
     assert paths["/lab"]["get"]["tags"] == ["lab"]
     assert paths["/lab/ring"]["get"]["tags"] == ["lab"]
+
+
+def test_a_request_route_is_served_without_fastapis_exit_stacks() -> None:
+    """RequestRoute serves its endpoint through Starlette's request_response: no AsyncExitStack
+    a request (FastAPI's copy opens two, for dependencies with yield), and an HTTPException the
+    endpoint raises is still answered by the app's handlers, not as a 500."""
+
+    async def stacks(request: Request) -> Response:
+        stacks = ("fastapi_inner_astack", "fastapi_function_astack")
+        return Response(",".join(key for key in request.scope if key in stacks))
+
+    async def missing(request: Request) -> Response:
+        raise HTTPException(status_code=404, detail="no such state")
+
+    app = FastAPI()
+    router = APIRouter(route_class=RequestRoute)
+    router.add_api_route("/stacks", stacks)
+    router.add_api_route("/missing", missing)
+    app.router.routes[:0] = router.routes  # as lab.routes.serve places the lab's
+    with TestClient(app) as client:
+        assert client.get("/stacks").text == ""
+        answer = client.get("/missing")
+    assert (answer.status_code, answer.json()) == (404, {"detail": "no such state"})
 
 
 def test_the_lab_routes_are_matched_before_any_included_router(client: TestClient) -> None:
