@@ -7,6 +7,18 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+# A slider's value as the browser sends it (JavaScript's number to string, the shortest
+# decimal): "18", "0.5" and "-3.7", not "18.0" and "0.50". ``x`` rounded to ``places`` first.
+SLIDER_VALUE_LUA = r"""
+function slider_value(x, places)
+  local text = string.format("%." .. places .. "f", x):gsub("0+$", ""):gsub("%.$", "")
+  if text == "-0" then
+    return "0"
+  end
+  return text
+end
+"""
+
 # wrk counts only status >= 400 as errors; the Lua below counts every non-2xx answer itself and
 # reports all figures as one JSON line, so nothing is parsed from wrk's human-readable text.
 REPORT_LUA = r"""

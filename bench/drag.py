@@ -23,6 +23,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from bench._wrk import SLIDER_VALUE_LUA
 from bench.load import (
     CHARTS,
     DETAILS,
@@ -37,7 +38,9 @@ from bench.load import (
 STUDENTS = 60
 WORKERS = 2
 
-WALK_LUA = """
+WALK_LUA = (
+    SLIDER_VALUE_LUA
+    + """
 math.randomseed(os.time())
 local STUDENTS = __STUDENTS__
 local students = {}
@@ -109,10 +112,10 @@ local function state_query(s, p)
     parts[#parts + 1] = "counts=" .. s.counts[r]
   end
   for r = 1, p do
-    parts[#parts + 1] = string.format("means=%.1f", s.means[r])
+    parts[#parts + 1] = "means=" .. slider_value(s.means[r], 1)
   end
-  parts[#parts + 1] = string.format("eta=%.2f", s.eta)
-  parts[#parts + 1] = string.format("w=%.1f", s.w)
+  parts[#parts + 1] = "eta=" .. slider_value(s.eta, 2)
+  parts[#parts + 1] = "w=" .. slider_value(s.w, 1)
   return "/lab?" .. table.concat(parts, "&")
 end
 
@@ -147,10 +150,10 @@ function request()
     parts[#parts + 1] = "counts=" .. s.counts[r]
   end
   for r = 1, math.min(old_p, #s.means) do
-    parts[#parts + 1] = string.format("means=%.1f", s.means[r])
+    parts[#parts + 1] = "means=" .. slider_value(s.means[r], 1)
   end
-  parts[#parts + 1] = string.format("eta=%.2f", s.eta)
-  parts[#parts + 1] = string.format("w=%.1f", s.w)
+  parts[#parts + 1] = "eta=" .. slider_value(s.eta, 2)
+  parts[#parts + 1] = "w=" .. slider_value(s.w, 1)
   local path = "/lab?" .. table.concat(parts, "&")
   s.since = s.since + 1
   if s.since >= CHARTS_EVERY then
@@ -169,6 +172,7 @@ function delay()
   return math.random(40, 93)
 end
 """.replace("__STUDENTS__", str(STUDENTS))
+)
 
 CLASS = Target(
     "class dragging",

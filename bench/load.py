@@ -36,7 +36,7 @@ import httpx
 
 from bench._procs import cpu_seconds, web_processes
 from bench._servers import ROOT, Server, serve
-from bench._wrk import WrkResult, run_wrk, wrk_available
+from bench._wrk import SLIDER_VALUE_LUA, WrkResult, run_wrk, wrk_available
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LAB_QUERY = "counts=2,6&means=1,3&eta=0.1&w=10"
@@ -55,10 +55,13 @@ GOAL_RPS_RATIO = 0.4
 GOAL_P99_RATIO = 2.5
 
 # Every request a new lab state: P from 2 to 8, counts 0 to 64 (rank 0 at least 1, so N > 0),
-# means -10 to 10 in tenths, η 0.01 to 2, w -20 to 20 in halves: the sliders' ranges and steps.
+# means -10 to 10 in tenths, η 0.01 to 2, w -20 to 20 in halves: the sliders' ranges and steps,
+# each written as the browser writes a slider's value ("18", not "18.0").
 # Seeded from the clock, so the warm-up and each run draw different states. The floor answers its
 # fixed bytes whatever the query.
-NEW_STATE_LUA = """
+NEW_STATE_LUA = (
+    SLIDER_VALUE_LUA
+    + """
 math.randomseed(os.time())
 
 function request()
@@ -66,14 +69,15 @@ function request()
   local counts, means = {}, {}
   for r = 1, p do
     counts[r] = tostring(math.random(r == 1 and 1 or 0, 64))
-    means[r] = string.format("%.1f", math.random(-100, 100) / 10)
+    means[r] = slider_value(math.random(-100, 100) / 10, 1)
   end
-  local path = string.format("/lab?counts=%s&means=%s&eta=%.2f&w=%.1f",
+  local path = string.format("/lab?counts=%s&means=%s&eta=%s&w=%s",
     table.concat(counts, ","), table.concat(means, ","),
-    math.random(1, 200) / 100, math.random(-40, 40) / 2)
+    slider_value(math.random(1, 200) / 100, 2), slider_value(math.random(-40, 40) / 2, 1))
   return wrk.format(nil, path)
 end
 """
+)
 
 
 @dataclass(frozen=True)

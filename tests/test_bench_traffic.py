@@ -2,11 +2,12 @@
 server on loopback that records every request (and answers 200), and each request is read back
 as a lab state through the lab's own parser."""
 
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from starlette.datastructures import QueryParams
@@ -67,6 +68,16 @@ def canonical(path: str) -> str:
     return encode(lab_query_pairs(state))
 
 
+# A number as the browser writes a slider's value (JavaScript's number to string): no trailing
+# zeros after the point, no point without digits after it, no sign on zero.
+BROWSER_NUMBER = re.compile(r"0|-?(?:[1-9][0-9]*|0)(?:\.[0-9]*[1-9])?")
+
+
+def written_as_a_browser_does(path: str) -> bool:
+    values = [v for _, value in parse_qsl(urlsplit(path).query) for v in value.split(",")]
+    return all(BROWSER_NUMBER.fullmatch(v) and v != "-0" for v in values)
+
+
 def state_of(path: str) -> None:
     """The lab state a request names, validated as the app validates it."""
     parts = urlsplit(path)
@@ -88,6 +99,7 @@ def test_new_state_traffic_sends_a_new_valid_state_each_time(
     assert len(seen) > 200
     for path, headers in seen:
         state_of(path)
+        assert written_as_a_browser_does(path), path
         assert headers["hx-target"] == "lab-results"
         assert "gzip" in headers["accept-encoding"]
     # New states, not one URL over and over (a random P of 2-8 and 2-16 draws rarely repeat).
@@ -114,6 +126,7 @@ def test_a_dragging_class_moves_one_slider_a_step_and_asks_for_what_the_page_ask
     assert len(panes) / 3 < len(charts) < len(panes) / 3 + 2 * len(details) + 60
     for path, headers in seen:
         state_of(path)
+        assert written_as_a_browser_does(path), path
         assert "gzip" in headers["accept-encoding"]
         assert headers["hx-request"] == "true"
     # A student's walk: each request differs from the one before by one slider step, so most
