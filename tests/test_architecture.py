@@ -104,8 +104,6 @@ def test_the_documented_import_graph_is_the_codes() -> None:
             assert module not in placed, f"{module} is in both {placed[module]} and {node}"
             placed[module] = node
         actual = {dep for m in inside for dep in imports_of(m)} - set(inside)
-        for dep in deps:
-            assert dep in MODULES or any(covers(dep, m) for m in MODULES), f"{node} → {dep}?"
         missing = sorted(a for a in actual if not any(covers(d, a) for d in deps))
         stale = sorted(d for d in deps if not any(covers(d, a) for a in actual))
         assert not missing, f"docs/architecture.md: {node} also imports {missing}"
@@ -142,11 +140,12 @@ def layout_sections() -> dict[str, set[str]]:
     sections: dict[str, set[str]] = {}
     current: str | None = None
     for line in layout.splitlines():
-        head = re.match(r"(app|  [a-z_]+)/\s", line)
-        if head:
-            current = "" if head.group(1) == "app" else head.group(1).strip()
-        elif not line.startswith(" ") or re.match(r"  [a-z_]+\.py\s", line):
-            current = "" if re.match(r"  [a-z_]+\.py\s", line) else None
+        if package := re.match(r"  ([a-z_]+)/\s", line):
+            current = package.group(1)
+        elif line.startswith("app/") or re.match(r"  [a-z_]+\.py\s", line):
+            current = ""
+        elif not line.startswith(" "):
+            current = None  # templates/, static/, …: not app/
         if current is not None:
             sections.setdefault(current, set()).update(re.findall(r"[A-Za-z_]+", line))
     return sections
