@@ -70,12 +70,12 @@ def canonical(path: str) -> str:
 
 # A number as the browser writes a slider's value (JavaScript's number to string): no trailing
 # zeros after the point, no point without digits after it, no sign on zero.
-BROWSER_NUMBER = re.compile(r"0|-?(?:[1-9][0-9]*|0)(?:\.[0-9]*[1-9])?")
+BROWSER_NUMBER = re.compile(r"0|-?(?:[1-9][0-9]*(?:\.[0-9]*[1-9])?|0\.[0-9]*[1-9])")
 
 
 def written_as_a_browser_does(path: str) -> bool:
     values = [v for _, value in parse_qsl(urlsplit(path).query) for v in value.split(",")]
-    return all(BROWSER_NUMBER.fullmatch(v) and v != "-0" for v in values)
+    return all(BROWSER_NUMBER.fullmatch(v) for v in values)
 
 
 def state_of(path: str) -> None:
