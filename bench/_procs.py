@@ -1,4 +1,5 @@
-"""Read a process tree from /proc: children, resident memory, and which processes hold torch."""
+"""Read /proc: a process tree (children, resident memory, which processes hold torch, CPU time)
+and the machine's CPU time stolen by the hypervisor."""
 
 import os
 from pathlib import Path
@@ -82,3 +83,26 @@ def cpu_seconds(pids: list[int]) -> float:
 def web_processes(root: int) -> list[int]:
     """A uvicorn server's own processes: the root and every descendant that does not hold torch."""
     return [root, *(pid for pid in descendants(root) if not holds_torch(pid))]
+
+
+def stolen_and_total(stat: str) -> tuple[int, int]:
+    """From the text of ``/proc/stat``: the whole machine's stolen clock ticks (a virtual CPU
+    ready to run while the hypervisor ran another guest) and all its ticks so far, stolen and
+    idle included. The first line's fields are user, nice, system, idle, iowait, irq, softirq,
+    steal, then guest and guest_nice, which user and nice already count (proc(5))."""
+    name, *fields = stat.split("\n", 1)[0].split()
+    if name != "cpu" or len(fields) < 8:
+        raise ValueError(f"not the machine's line of /proc/stat: {name} {fields}")
+    ticks = [int(field) for field in fields[:8]]
+    return ticks[7], sum(ticks)
+
+
+def machine_ticks() -> tuple[int, int]:
+    """The machine's stolen and total CPU clock ticks so far (``stolen_and_total``)."""
+    return stolen_and_total((PROC / "stat").read_text())
+
+
+def stolen_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of the machine's CPU time stolen between two ``machine_ticks`` readings."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else 0.0

@@ -34,7 +34,7 @@ from typing import cast
 
 import httpx
 
-from bench._procs import cpu_seconds, web_processes
+from bench._procs import cpu_seconds, machine_ticks, stolen_share, web_processes
 from bench._servers import ROOT, Server, serve
 from bench._wrk import SLIDER_VALUE_LUA, WrkResult, run_wrk, wrk_available
 
@@ -104,10 +104,12 @@ GOAL_TARGET = "lab, new state"
 
 @dataclass(frozen=True)
 class Measured:
-    """One wrk run and the server's CPU time per request during it."""
+    """One wrk run, the server's CPU time per request during it, and the share of the machine's
+    CPU time the hypervisor gave to other guests meanwhile (0 on a machine of its own)."""
 
     wrk: WrkResult
     cpu_ms_per_request: float
+    stolen_share: float
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,10 @@ class Row:
     def errors(self) -> int:
         return sum(pair.app.wrk.errors + pair.floor.wrk.errors for pair in self.pairs)
 
+    def stolen(self, side: str) -> float:
+        """The median share of the machine's CPU time stolen during one side's runs."""
+        return statistics.median(getattr(pair, side).stolen_share for pair in self.pairs)
+
     @property
     def meets_goal(self) -> bool:
         return (
@@ -175,6 +181,8 @@ class Row:
             "p99_ratio": self.median("p99_ratio"),
             "app_cpu_ms": statistics.median(pair.app.cpu_ms_per_request for pair in self.pairs),
             "cpu_ratio": self.median("cpu_ratio"),
+            "floor_stolen_pct": 100 * self.stolen("floor"),
+            "app_stolen_pct": 100 * self.stolen("app"),
             "errors": self.errors,
         }
 
@@ -256,10 +264,10 @@ def run_once(server: Server, target: Target, seconds: float) -> Measured:
         "request_lua": target.request_lua,
     }
     processes = web_processes(server.process.pid)
-    cpu_before = cpu_seconds(processes)
+    cpu_before, machine_before = cpu_seconds(processes), machine_ticks()
     result = run_wrk(server.url + target.path, seconds=seconds, **load)
     cpu_ms = (cpu_seconds(processes) - cpu_before) * 1000 / max(1, result.requests)
-    return Measured(result, cpu_ms)
+    return Measured(result, cpu_ms, stolen_share(machine_before, machine_ticks()))
 
 
 def load_target(
@@ -279,16 +287,19 @@ def load_target(
 HEADER = (
     f"{'target':<16}{'wk':>3}{'conn':>5}{'floor r/s':>11}{'app r/s':>9}{'r/s x':>7}"
     f"{'p50 ms':>8}{'x':>6}{'p99 ms':>8}{'x':>6}{'cpu ms/req':>11}{'x':>6}{'errors':>8}"
+    f"{'stolen %, floor/app':>20}"
 )
 
 
 def format_row(row: Row) -> str:
     s = row.summary()
+    stolen = f"{s['floor_stolen_pct']:.1f}/{s['app_stolen_pct']:.1f}"
     return (
         f"{row.target:<16}{row.workers:>3}{row.connections:>5}{s['floor_rps']:>11.0f}"
         f"{s['app_rps']:>9.0f}{s['rps_ratio']:>7.2f}{s['app_p50_ms']:>8.1f}{s['p50_ratio']:>6.2f}"
         f"{s['app_p99_ms']:>8.1f}{s['p99_ratio']:>6.2f}{s['app_cpu_ms']:>11.2f}"
         f"{s['cpu_ratio']:>6.2f}{row.errors:>8d}"
+        f"{stolen:>20}"
     )
 
 
