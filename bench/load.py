@@ -14,7 +14,8 @@ confirmation pool started and idle (in a private runtime folder).
 
 Besides throughput and latency, each run reports the server's CPU time per request (uvicorn and
 its workers, from /proc): on a machine shared with other work the wall-clock figures move with
-the neighbours, the CPU cost of a request much less.
+the neighbours, the CPU cost of a request much less. It also reports how much the neighbours
+took: the share of the machine's CPU time the hypervisor stole during the run (/proc/stat).
 
     python -m bench.load                           # as in bench/README.md
     python -m bench.load --seconds 5 --pairs 1     # a quick look
