@@ -3,17 +3,20 @@
     python -m app --host 0.0.0.0 --port 8000 --workers 2
 
 is ``uvicorn app.main:app`` plus ``--http app.server:GuardedHttpProtocol --timeout-keep-alive
-$ATLAS_KEEP_ALIVE_S``. ``--workers`` defaults to ``$WEB_CONCURRENCY`` (else 1), as uvicorn's does.
+$ATLAS_KEEP_ALIVE_S``. ``--workers`` defaults to ``$WEB_CONCURRENCY`` (else 1), as uvicorn's does;
+on Linux several workers each listen on a socket of their own (``app.listeners``), so a class's
+connections are spread evenly across them.
 """
 
 import argparse
 import os
 from collections.abc import Sequence
+from typing import Any
 
-import uvicorn
-
+from app import listeners
 from app.settings import get_settings
 
+APP = "app.main:app"
 PROTOCOL = "app.server:GuardedHttpProtocol"
 
 
@@ -44,19 +47,19 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse(argv)
     settings = get_settings()
-    uvicorn.run(
-        "app.main:app",
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        http=PROTOCOL,
-        timeout_keep_alive=max(1, round(settings.keep_alive_s)),
-        log_level=args.log_level,
-        access_log=not args.no_access_log,
-        server_header=not args.no_server_header,
-        forwarded_allow_ips=args.forwarded_allow_ips,
-        root_path=args.root_path,
-    )
+    options: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "workers": args.workers,
+        "http": PROTOCOL,
+        "timeout_keep_alive": max(1, round(settings.keep_alive_s)),
+        "log_level": args.log_level,
+        "access_log": not args.no_access_log,
+        "server_header": not args.no_server_header,
+        "forwarded_allow_ips": args.forwarded_allow_ips,
+        "root_path": args.root_path,
+    }
+    listeners.run(APP, **options)
 
 
 if __name__ == "__main__":

@@ -30,22 +30,9 @@ def free_port() -> int:
 
 
 def uvicorn_command(app: str, port: int, workers: int) -> list[str]:
-    """The same settings for the app and its floor, so only the app's own work differs."""
-    return [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        app,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        "--log-level",
-        "warning",
-        "--no-access-log",
-    ]
+    """The same settings for the app and its floor, so only the app's own work differs: served
+    as ``python -m app`` serves the lesson (``bench/_serve.py``), from the working directory."""
+    return [sys.executable, str(ROOT / "bench" / "_serve.py"), app, str(port), str(workers)]
 
 
 def launch(
