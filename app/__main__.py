@@ -11,7 +11,6 @@ connections are spread evenly across them.
 import argparse
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from app import listeners
 from app.settings import get_settings
@@ -47,19 +46,19 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse(argv)
     settings = get_settings()
-    options: dict[str, Any] = {
-        "host": args.host,
-        "port": args.port,
-        "workers": args.workers,
-        "http": PROTOCOL,
-        "timeout_keep_alive": max(1, round(settings.keep_alive_s)),
-        "log_level": args.log_level,
-        "access_log": not args.no_access_log,
-        "server_header": not args.no_server_header,
-        "forwarded_allow_ips": args.forwarded_allow_ips,
-        "root_path": args.root_path,
-    }
-    listeners.run(APP, **options)
+    listeners.run(
+        APP,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        http=PROTOCOL,
+        timeout_keep_alive=max(1, round(settings.keep_alive_s)),
+        log_level=args.log_level,
+        access_log=not args.no_access_log,
+        server_header=not args.no_server_header,
+        forwarded_allow_ips=args.forwarded_allow_ips,
+        root_path=args.root_path,
+    )
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -80,10 +80,10 @@ def two_workers() -> Iterator[tuple[Server, int]]:
         assert server.process.returncode == 0
 
 
-def wait_for(condition: object, seconds: float = 30) -> None:
+def wait_for(condition: Callable[[], bool], seconds: float = 30) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if callable(condition) and condition():
+        if condition():
             return
         time.sleep(0.1)
     raise AssertionError("not within the time")
