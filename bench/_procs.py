@@ -80,6 +80,15 @@ def cpu_seconds(pids: list[int]) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def uvicorn_workers(supervisor: int) -> list[int]:
+    """uvicorn's worker processes: the children its supervisor spawned with multiprocessing."""
+    return sorted(
+        pid
+        for pid in children(supervisor)
+        if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    )
+
+
 def web_processes(root: int) -> list[int]:
     """A uvicorn server's own processes: the root and every descendant that does not hold torch."""
     return [root, *(pid for pid in descendants(root) if not holds_torch(pid))]

@@ -33,7 +33,7 @@ from bench._classroom import (
     start_like_the_image,
     wait_pool_ready,
 )
-from bench._procs import children, holds_torch, rss_bytes, torch_processes
+from bench._procs import holds_torch, rss_bytes, torch_processes, uvicorn_workers
 from bench._servers import Server, free_port, launch, serve, stop
 
 LAB_QUERY = "counts=2,6&means=1,3&eta=0.1&w=10"
@@ -90,15 +90,6 @@ def _parent(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
-def worker_pids(server: Server) -> list[int]:
-    """uvicorn's worker processes: the children its supervisor spawned with multiprocessing."""
-    return sorted(
-        pid
-        for pid in children(server.process.pid)
-        if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    )
-
-
 def environ(pid: int) -> dict[str, str]:
     pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     return dict(pair.decode().split("=", 1) for pair in pairs if b"=" in pair)
@@ -140,7 +131,7 @@ def test_server_starts_on_little_cpu_without_torch_and_stays_small(tmp_path: Pat
 
 
 def test_quiz_score_holds_across_workers_with_a_generated_key(classroom: Server) -> None:
-    workers = worker_pids(classroom)
+    workers = uvicorn_workers(classroom.process.pid)
     assert len(workers) == 2, f"expected two uvicorn workers, found {workers}"
     keys = {environ(pid).get("ATLAS_SECRET_KEY") for pid in workers}
     assert len(keys) == 1, "the workers were given different signing keys"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.listeners import WorkerSocket, check_free, spreads_connections
-from bench._procs import children
+from bench._procs import uvicorn_workers
 from bench._servers import ROOT, Server, free_port, launch, stop
 
 pytestmark = pytest.mark.skipif(not spreads_connections(), reason="SO_REUSEPORT spreads on Linux")
@@ -53,12 +53,8 @@ def by_worker(port: int, workers: list[int], state: str) -> Counter[int]:
     return Counter({pid: len(inodes_of(pid) & on_port) for pid in workers})
 
 
-def worker_pids(server: Server) -> list[int]:
-    return sorted(
-        pid
-        for pid in children(server.process.pid)
-        if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    )
+def workers_of(server: Server) -> list[int]:
+    return uvicorn_workers(server.process.pid)
 
 
 def start(port: int, workers: int = 2) -> Server:
@@ -73,7 +69,7 @@ def two_workers() -> Iterator[tuple[Server, int]]:
     server = start(port)
     try:
         # /healthz answered once one worker was up; the other takes connections once it is too.
-        wait_for(lambda: sum(by_worker(port, worker_pids(server), LISTEN).values()) == 2)
+        wait_for(lambda: sum(by_worker(port, workers_of(server), LISTEN).values()) == 2)
         yield server, port
     finally:
         stop(server)
@@ -141,7 +137,7 @@ def test_a_taken_port_is_refused_before_any_worker_starts() -> None:
 
 def test_each_worker_listens_on_its_own_socket(two_workers: tuple[Server, int]) -> None:
     server, port = two_workers
-    workers = worker_pids(server)
+    workers = workers_of(server)
     assert len(workers) == 2
     assert by_worker(port, workers, LISTEN) == Counter(dict.fromkeys(workers, 1))
     listening = {inode for inode, s in sockets_on(port).items() if s == LISTEN}
@@ -153,7 +149,7 @@ def test_a_class_connecting_at_once_is_spread_across_both_workers(
     two_workers: tuple[Server, int],
 ) -> None:
     server, port = two_workers
-    workers = worker_pids(server)
+    workers = workers_of(server)
     students = []
     try:
         for _ in range(128):  # opened together, each asking for /healthz and kept open
@@ -176,10 +172,10 @@ def test_a_worker_that_dies_is_replaced_by_one_on_a_socket_of_its_own(
     two_workers: tuple[Server, int],
 ) -> None:
     server, port = two_workers
-    first, second = worker_pids(server)
+    first, second = workers_of(server)
     os.kill(first, signal.SIGKILL)
-    wait_for(lambda: len(worker_pids(server)) == 2 and first not in worker_pids(server))
-    workers = worker_pids(server)
+    wait_for(lambda: len(workers_of(server)) == 2 and first not in workers_of(server))
+    workers = workers_of(server)
     wait_for(lambda: sum(by_worker(port, workers, LISTEN).values()) == 2)
     assert by_worker(port, workers, LISTEN) == Counter(dict.fromkeys(workers, 1))
     assert second in workers

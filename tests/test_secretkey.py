@@ -16,8 +16,9 @@ from app.lesson.quiz import read_results, sign_results
 from app.main import create_app
 from app.secretkey import PREFIX, SecretKeyError, private_folder, server_secret
 from app.settings import Settings
+from bench._procs import uvicorn_workers
 from bench._servers import Server, free_port, launch, stop
-from tests.test_classroom import cpu_ticks, fresh_connection_get, questions, worker_pids
+from tests.test_classroom import cpu_ticks, fresh_connection_get, questions
 
 OLD_PUBLIC_KEY = "atlas-lesson-dev-key-change-me"
 
@@ -98,7 +99,7 @@ def test_two_workers_share_the_generated_key_and_a_restart_resets_scores(
     two_workers: tuple[Server, Path],
 ) -> None:
     server, runtime = two_workers
-    workers = worker_pids(server)
+    workers = uvicorn_workers(server.process.pid)
     assert len(workers) == 2
     first = questions()[0]
     with httpx.Client(base_url=server.url, timeout=30) as student:
