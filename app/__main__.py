@@ -1,10 +1,10 @@
-"""``python -m app``: uvicorn with the protocol limits of ``app.server`` and the keep-alive timeout.
+"""``python -m app``: uvicorn with ``app.web.server``'s protocol limits and keep-alive timeout.
 
     python -m app --host 0.0.0.0 --port 8000 --workers 2
 
-is ``uvicorn app.main:app`` plus ``--http app.server:GuardedHttpProtocol --timeout-keep-alive
+is ``uvicorn app.main:app`` plus ``--http app.web.server:GuardedHttpProtocol --timeout-keep-alive
 $ATLAS_KEEP_ALIVE_S``. ``--workers`` defaults to ``$WEB_CONCURRENCY`` (else 1), as uvicorn's does;
-on Linux several workers each listen on a socket of their own (``app.listeners``), so a class's
+on Linux several workers each listen on a socket of their own (``app.web.listeners``), so a class's
 connections are spread evenly across them.
 """
 
@@ -12,11 +12,11 @@ import argparse
 import os
 from collections.abc import Sequence
 
-from app import listeners
 from app.settings import get_settings
+from app.web import listeners
 
 APP = "app.main:app"
-PROTOCOL = "app.server:GuardedHttpProtocol"
+PROTOCOL = "app.web.server:GuardedHttpProtocol"
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -14,18 +14,17 @@ from fastapi.exceptions import RequestValidationError
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Lifespan, Receive, Scope, Send
 
-from app.compression import GzipMiddleware
 from app.confirm.service import ConfirmService
-from app.lab import routes as lab
 from app.lesson.course import Course, CourseLesson, load_course
 from app.lesson.loader import LessonLoadError
-from app.limits import RequestLimits, validation_error
-from app.routes import api, confirm, docs, health, pages
+from app.routes import api, confirm, docs, health, lab, pages
 from app.routes import course as course_routes
-from app.secretkey import signing_key
-from app.security import SameOriginMiddleware, SecurityHeadersMiddleware
 from app.settings import Settings, get_settings
-from app.templating import AssetFiles
+from app.web.compression import GzipMiddleware
+from app.web.limits import RequestLimits, validation_error
+from app.web.secretkey import signing_key
+from app.web.security import SameOriginMiddleware, SecurityHeadersMiddleware
+from app.web.templating import AssetFiles
 
 log = logging.getLogger("atlas")
 VERSION = "0.1.0"

@@ -1,11 +1,11 @@
 """Serve an ASGI app for the benchmarks as ``python -m app`` serves the lesson, so the app and its
 floor are served alike: uvicorn with the benchmarks' settings, and several workers each on a
-socket of its own (``app.listeners``: the kernel spreads the connections evenly).
+socket of its own (``app.web.listeners``: the kernel spreads the connections evenly).
 
     python bench/_serve.py APP PORT WORKERS     (from the checkout whose APP it serves)
 
 Run as a file, from the checkout it serves (``bench.load --app-dir``'s older one too), whose
-``app`` package it imports. A checkout from before ``app/listeners.py`` is served as it was then,
+``app`` package it imports. A checkout without ``app/web/listeners.py`` is served as it was then,
 its workers sharing uvicorn's one socket.
 """
 
@@ -25,7 +25,7 @@ SETTINGS: dict[str, Any] = {"host": "127.0.0.1", "log_level": "warning", "access
 def main(argv: list[str]) -> None:
     app, port, workers = argv[0], int(argv[1]), int(argv[2])
     try:
-        from app.listeners import run  # the checkout's, found above
+        from app.web.listeners import run  # the checkout's, found above
     except ImportError:
         run = uvicorn.run
     run(app, port=port, workers=workers, **SETTINGS)

@@ -129,7 +129,7 @@ def test_there_is_no_import_circle_in_app() -> None:
     for name in sorted(graph):
         visit(name, [])
     # The check reads the code it guards: the server's entry imports down through the layers.
-    assert {"lab/routes", "routes/pages", "settings"} <= graph["main"]
+    assert {"routes/lab", "routes/pages", "settings"} <= graph["main"]
 
 
 def layout_sections() -> dict[str, set[str]]:
@@ -157,7 +157,7 @@ def test_the_readme_layout_names_every_module() -> None:
     unnamed = []
     for name in MODULES:
         package, _, stem = name.rpartition("/")
-        if name in ("lab", "routes", "confirm", "lesson", "engine"):
+        if name in ("lab", "routes", "confirm", "lesson", "engine", "web"):
             continue  # a package: its own line names it
         if stem not in sections.get(package, set()):
             unnamed.append(name)

@@ -1,4 +1,4 @@
-"""gzip (app/compression.py): what is compressed, what is left alone, and that every compressed
+"""gzip (app/web/compression.py): what is compressed, what is left alone, and that every compressed
 answer decompresses to the bytes the app sent, for a whole body and a streamed one."""
 
 import gzip
@@ -12,7 +12,7 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from app.compression import GzipMiddleware, accepts_gzip, incompressible
+from app.web.compression import GzipMiddleware, accepts_gzip, incompressible
 
 TEXT = ("the global item mean g = (1/N) Σ n_r ḡ_r, " * 40).encode()  # 1.8 kB, compresses well
 CHUNKS = [b"rank %d: " % r + TEXT for r in range(5)]

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from app.decimals import as_decimal, decimal_ratio
 from app.engine import EngineError, from_means
 from app.engine.checks import SMALLEST_COUNT, finite_floats, finite_scalar
+from app.engine.decimals import as_decimal, decimal_ratio
 from app.engine.gradient import empty_warning
 from app.engine.verdicts import decide, exact_means, rank_means, rank_weights, rounded
 from tests.lab_states import as_written

@@ -11,7 +11,7 @@ from starlette.datastructures import QueryParams
 
 from app.lab import companions
 from app.lab.panel import lab_panel, ring_panel
-from app.templating import templates
+from app.web.templating import templates
 
 # The macros as templates/_lab_parts.html wrote them (whitespace control included).
 MACROS = """{#- One live region that stays in the page, so screen readers hear each new result once.

@@ -13,7 +13,7 @@ from app.engine import EngineError, from_items, from_means, trajectory
 from app.lab import markup
 from app.lab.pictures import implied_path
 from app.lab.view import LabCharts, LabDetails, lab_charts, lab_details
-from app.templating import templates
+from app.web.templating import templates
 from tests.lab_states import items_state, means_state
 
 # The loops as the templates wrote them (whitespace control included), with the autoescaping

@@ -11,7 +11,7 @@ from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
 from fastapi.testclient import TestClient
 
 from app.lab.panel import PRESETS
-from app.lab.routes import RequestRoute
+from app.routes.lab import RequestRoute
 
 LESSON = "counts=2,6&means=1,3&eta=0.1&w=10"
 ITEMS = "targets=9,9;7,7,7,7,7,7&eta=0.1&w=10&steps=30"

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engine import EngineError, from_items, from_means, ring_allreduce, trajectory
+from app.lab.numbers import fmt
 from app.lab.pictures import implied_path
 from app.lab.view import (
     BOTTOM,
@@ -34,7 +35,6 @@ from app.lab.view import (
     trajectory_chart,
 )
 from app.lab.worked import fmt_seconds
-from app.numbers import fmt
 from tests.lab_states import items_state, means_state, ring_state
 
 LESSON = means_state(counts=(2.0, 6.0), means=(1.0, 3.0), eta=0.1, w=10.0)

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from app.limits import ECHO_CHARS, MAX_ERRORS_LISTED, short
 from app.main import create_app
 from app.settings import Settings
+from app.web.limits import ECHO_CHARS, MAX_ERRORS_LISTED, short
 from tests.conftest import LiveServer, start_server, stop_server
 
 URL_LIMIT = 1_024

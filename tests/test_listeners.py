@@ -1,4 +1,4 @@
-"""Several workers, each on a socket of its own (app/listeners.py): real sockets, and a real
+"""Several workers, each on a socket of its own (app/web/listeners.py): real sockets, and a real
 ``python -m app --workers 2`` whose connections the kernel spreads across both workers."""
 
 import os
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app.listeners import WorkerSocket, check_free, spreads_connections
+from app.web.listeners import WorkerSocket, check_free, spreads_connections
 from bench._procs import uvicorn_workers
 from bench._servers import ROOT, Server, free_port, launch, stop
 

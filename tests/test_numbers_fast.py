@@ -1,5 +1,5 @@
 # ruff: noqa: RUF001 (the lines print the multiplication sign on purpose)
-"""The fast paths of ``app.numbers`` against independent exact references.
+"""The fast paths of ``app.lab.numbers`` against independent exact references.
 
 ``printed``/``fmt`` read Python's ``%g``; the reference below is the former implementation
 (exact rounding of the value's exact rational, half to even, in Fractions). ``Formula``'s
@@ -17,7 +17,7 @@ import pytest
 from app.engine import GradientResult, from_means
 from app.engine.verdicts import Agreement
 from app.lab import worked
-from app.numbers import (
+from app.lab.numbers import (
     MINUS,
     SUPERSCRIPT,
     TIMES,
@@ -44,7 +44,7 @@ from app.numbers import (
     write,
     written,
 )
-from app.sentences import reason
+from app.lab.sentences import reason
 from tests.lab_states import as_written
 
 

@@ -11,7 +11,7 @@ from httpx import Response
 from app.lesson.attempts import Attempts, sign_log
 from app.lesson.loader import load_lesson
 from app.lesson.quiz import parse_questions, sign_results
-from app.lesson_page import ATTEMPTS_COOKIE, SCORE_COOKIE
+from app.routes.lesson_page import ATTEMPTS_COOKIE, SCORE_COOKIE
 from app.settings import DEFAULT_LESSON
 
 LESSON = load_lesson(DEFAULT_LESSON)

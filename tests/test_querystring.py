@@ -1,11 +1,11 @@
-"""``app.querystring.query_params`` reads every query as Starlette's ``request.query_params``."""
+"""``query_params`` reads every query as Starlette's ``request.query_params``."""
 
 from hypothesis import given
 from hypothesis import strategies as st
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 
-from app.querystring import query_params
+from app.web.querystring import query_params
 
 # Mostly what a lab query holds, with the separators doubled, missing and misplaced; sometimes
 # percent escapes, "+" and any latin-1 byte (a query arrives as raw bytes).

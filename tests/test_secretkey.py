@@ -14,8 +14,8 @@ from bs4 import BeautifulSoup
 from app import PACKAGE_DIR
 from app.lesson.quiz import read_results, sign_results
 from app.main import create_app
-from app.secretkey import PREFIX, SecretKeyError, private_folder, server_secret
 from app.settings import Settings
+from app.web.secretkey import PREFIX, SecretKeyError, private_folder, server_secret
 from bench._procs import uvicorn_workers
 from bench._servers import Server, free_port, launch, stop
 from tests.test_classroom import cpu_ticks, fresh_connection_get, questions

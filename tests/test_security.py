@@ -12,8 +12,8 @@ from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
 from app import PROJECT_DIR
-from app.security import SECURITY_HEADERS, SecurityHeadersMiddleware
-from app.templating import IMMUTABLE, REVALIDATE
+from app.web.security import SECURITY_HEADERS, SecurityHeadersMiddleware
+from app.web.templating import IMMUTABLE, REVALIDATE
 
 STATIC = PROJECT_DIR / "static"
 
@@ -133,7 +133,7 @@ def test_page_and_assets_are_gzipped(client: TestClient) -> None:
 
 def test_the_lab_pane_is_gzipped_and_holds_the_same_bytes(client: TestClient) -> None:
     """A browser asks for gzip: the drag's answer comes compressed (by ISA-L, at the level
-    app.main sets: app/compression.py) and decompresses to the answer sent without gzip."""
+    app.main sets: app/web/compression.py) and decompresses to the answer sent without gzip."""
     url = "/lab?counts=2,6,3&means=1,3,-2&eta=0.1&w=10"
     pane = {"HX-Request": "true", "HX-Target": "lab-results"}
     plain = client.get(url, headers={**pane, "Accept-Encoding": "identity"})

@@ -6,8 +6,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.security import SECURITY_HEADERS
 from app.settings import Settings
+from app.web.security import SECURITY_HEADERS
 from tests.test_classroom import questions
 
 LESSON_BODY = {"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10}

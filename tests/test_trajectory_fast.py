@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from app.engine import EngineError, PathEnds, path_ends, trajectory
+from app.lab.numbers import fmt_distinct
 from app.lab.view import (
     BOTTOM,
     CHAR_WIDTH,
@@ -32,7 +33,6 @@ from app.lab.view import (
     place_label,
 )
 from app.lab.worked import _distinct_pair
-from app.numbers import fmt_distinct
 from tests.lab_states import as_written
 
 # ---- the engine ------------------------------------------------------------------------------

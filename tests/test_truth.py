@@ -34,10 +34,10 @@ from hypothesis import strategies as st
 
 from app.engine import EngineError, accumulate, from_items, from_means, ring_allreduce, trajectory
 from app.lab.compute import compute
+from app.lab.numbers import fmt
+from app.lab.sentences import MOST_DIGITS
 from app.lab.state import GradientRequest, RingRequest
 from app.lab.view import lab_charts, lab_details, lab_view, ring_view
-from app.numbers import fmt
-from app.sentences import MOST_DIGITS
 from tests.lab_states import as_written, means_state, ring_state
 
 STATES: Counter[str] = Counter()

@@ -5,8 +5,8 @@ from fractions import Fraction
 
 from app.confirm.check import ConfirmResponse, RunCheck
 from app.engine.verdicts import Agreement
-from app.numbers import MINUS, distinct_digits, fmt, fmt_distinct
-from app.sentences import reason
+from app.lab.numbers import MINUS, distinct_digits, fmt, fmt_distinct
+from app.lab.sentences import reason
 
 RUN_LABELS = {
     "ddp_default": ("DDP default", "local mean loss; DDP averages over P ranks"),

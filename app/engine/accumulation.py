@@ -6,8 +6,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from app.decimals import as_decimal
 from app.engine.checks import as_floats, finite_results, finite_scalar, quiet_overflow, ranked_items
+from app.engine.decimals import as_decimal
 from app.engine.errors import EngineError, renamed_fields
 from app.engine.gradient import (
     GradientResult,

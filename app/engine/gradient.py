@@ -6,7 +6,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from app.decimals import decimal_ratio
 from app.engine.checks import (
     FloatArray,
     finite_floats,
@@ -15,6 +14,7 @@ from app.engine.checks import (
     quiet_overflow,
     ranked_items,
 )
+from app.engine.decimals import decimal_ratio
 from app.engine.errors import EngineError, renamed_fields
 from app.engine.verdicts import Agreement, rank_means, ratio_float
 

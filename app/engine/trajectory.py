@@ -8,7 +8,6 @@ from typing import NamedTuple, NoReturn
 
 import numpy as np
 
-from app.decimals import decimal_ratio
 from app.engine.checks import (
     SMALLEST_COUNT,
     finite_floats,
@@ -17,6 +16,7 @@ from app.engine.checks import (
     quiet_overflow,
     ranked_items,
 )
+from app.engine.decimals import decimal_ratio
 from app.engine.errors import EngineError
 from app.engine.gradient import require_items
 
@@ -248,7 +248,7 @@ def _fixed_points(
 
     ``single``: each rank's one target, where every rank has one item (the counts-and-means
     form). Then a rank's sum is its count times its target exactly, both as written (3.7 is
-    37/10: ``app.decimals``), as the engine's means are; the sums of many items are the floats
+    37/10: ``decimals``), as the engine's means are; the sums of many items are the floats
     their additions gave."""
     if single is None:
         exact_sums = list(map(float.as_integer_ratio, sums))

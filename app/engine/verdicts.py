@@ -8,7 +8,7 @@ An entry with count 0 has no mean: both count it as ``ḡᵢ = 0``. Their differ
     plain - counted = Σᵢ (cᵢ - nᵢ/N)·ḡᵢ
 
 is computed here exactly (``fractions.Fraction``) from the inputs as written (each float read as
-its shortest decimal, ``app.decimals``: 3.7 is 37/10), so when the two are the same computation
+its shortest decimal, ``decimals``: 3.7 is 37/10), so when the two are the same computation
 of those numbers it is exactly 0, and the condition that makes them agree is named.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, NamedTuple
 
-from app.decimals import decimal_ratio
+from app.engine.decimals import decimal_ratio
 
 # Why the two weightings agree (the first that holds, in this order) or why they differ.
 Reason = Literal[

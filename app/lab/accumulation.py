@@ -12,8 +12,8 @@ from typing import cast
 
 from app.engine import AccumulationResult, accumulate
 from app.lab.fields import FieldError
+from app.lab.numbers import fmt
 from app.lab.state import GradientRequest
-from app.numbers import fmt
 
 PARAM = "acc_m"
 INPUT_ID = "lab-acc-m"

@@ -18,7 +18,7 @@ from markupsafe import Markup, escape
 
 from app.lab.fields import FieldError
 from app.lab.view import LabView
-from app.templating import templates
+from app.web.templating import templates
 
 # What markupsafe.escape changes.
 _SPECIAL = re.compile("[&<>\"']")

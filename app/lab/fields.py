@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from app.engine import EngineError
-from app.numbers import minus_signs
+from app.lab.numbers import minus_signs
 
 # Tags of the discriminated ``weights`` union: part of pydantic's error location, not a field.
 UNION_TAGS = frozenset({"per-item", "per-microbatch"})

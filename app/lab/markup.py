@@ -13,10 +13,10 @@ comparison holds there too (its ticks, marks and dot titles hold no apostrophe e
 
 from markupsafe import Markup
 
+from app.lab.numbers import MINUS
 from app.lab.pictures import NumberLine
 from app.lab.view import BarChart, LineChart, RankRow
-from app.numbers import MINUS
-from app.templating import templates
+from app.web.templating import templates
 
 
 def _rank_row(row: RankRow, items: bool) -> str:

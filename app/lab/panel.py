@@ -18,6 +18,7 @@ from app.lab import accumulation
 from app.lab import companions as _companions  # noqa: F401 (registers the lab templates' filters)
 from app.lab import markup as _markup  # noqa: F401 (registers the lab templates' filters)
 from app.lab.fields import FieldError, engine_error
+from app.lab.numbers import fmt
 from app.lab.pictures import implied_path
 from app.lab.query import (
     RING_PARAMS,
@@ -40,7 +41,6 @@ from app.lab.view import (
     lab_view,
     ring_view,
 )
-from app.numbers import fmt
 
 ParsedT = TypeVar("ParsedT")
 ViewT = TypeVar("ViewT")

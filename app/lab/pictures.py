@@ -7,8 +7,8 @@ Geometry is in SVG viewBox units and every label is already text; templates only
 import math
 from typing import NamedTuple, Protocol
 
-from app.decimals import decimal_ratio
 from app.engine import GradientResult, PathEnds, path_ends
+from app.engine.decimals import decimal_ratio
 from app.lab.query import DEFAULT_STEPS
 from app.lab.scale import nice_ceiling
 from app.lab.state import GradientRequest
@@ -164,7 +164,7 @@ def implied_path(state: GradientRequest, steps: int = DEFAULT_STEPS) -> PathEnds
     """
     counts, means = state.counts or [], state.means or []
     w = state.w
-    # w - ḡᵣ as written, rounded once (3.7 is 37/10: app.decimals), as the engine's means are:
+    # w - ḡᵣ as written, rounded once (3.7 is 37/10), as the engine's means are:
     # the targets' fixed points are then w - g and w - the rank mean exactly.
     w_top, w_bottom = decimal_ratio(w)
     targets = [

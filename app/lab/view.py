@@ -12,6 +12,7 @@ from itertools import pairwise
 from typing import NamedTuple, cast
 
 from app.engine import GradientResult, PathEnds, RingCost, Trajectory
+from app.lab.numbers import fmt, minus_signs
 from app.lab.pictures import NumberLine, number_line
 from app.lab.scale import nice_ceiling
 from app.lab.state import MAX_RANKS, GradientRequest, RingRequest
@@ -26,7 +27,6 @@ from app.lab.worked import (
     ring_words,
     verdict,
 )
-from app.numbers import fmt, minus_signs
 
 ITEMS_SHOWN = 12
 

@@ -1,7 +1,7 @@
 # ruff: noqa: RUF002 (the docstrings show the lines' minus and times signs as printed)
 """The lab's words and digits: headline figures, written-out lines and explanatory sentences.
 
-Every line here holds as printed (``app.numbers.written``); every sentence is chosen by the
+Every line here holds as printed (``app.lab.numbers.written``); every sentence is chosen by the
 numbers it describes (the engine's verdicts, the contraction factors, the ring's terms).
 The view model places these strings; the templates only show them.
 """
@@ -12,9 +12,9 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import NamedTuple
 
-from app.decimals import as_decimal, decimal_ratio, same_number
 from app.engine import GradientResult, PathEnds, RingCost, Trajectory
-from app.numbers import (
+from app.engine.decimals import as_decimal, decimal_ratio, same_number
+from app.lab.numbers import (
     DIGITS,
     MAX_DIGITS,
     MINUS,
@@ -43,7 +43,7 @@ from app.numbers import (
     write,
     written,
 )
-from app.sentences import lab_verdict
+from app.lab.sentences import lab_verdict
 
 # ---- one update ------------------------------------------------------------------------------
 
@@ -129,7 +129,7 @@ def lines(result: GradientResult) -> Lines:
     one ``Printer``: an operand that several lines show (a count, g, N) prints once per digits.
 
     Each line is first tried by ``_Quick`` (its shape's arithmetic on ints, 6 to 17 digits);
-    only a line that none of those digit counts makes hold goes to ``app.numbers.write``.
+    only a line that none of those digit counts makes hold goes to ``app.lab.numbers.write``.
     """
     g, rank_mean = result.agreement.counted, result.agreement.plain
     counts, means, ranks = result.counts, result.means, result.P

@@ -8,7 +8,7 @@ from fastapi.exceptions import RequestValidationError
 from app.engine import EngineError
 from app.lab.compute import GradientResponse, compute, engine_error_detail
 from app.lab.state import LESSON_EXAMPLES, GradientRequest
-from app.limits import BODY_RESPONSES
+from app.web.limits import BODY_RESPONSES
 
 router = APIRouter(prefix="/api", tags=["api"])
 

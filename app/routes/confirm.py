@@ -9,7 +9,6 @@ from pydantic import BaseModel
 from starlette.datastructures import QueryParams
 from starlette.responses import Response
 
-from app import lesson_page
 from app.confirm.check import ConfirmResponse, confirm_response
 from app.confirm.convert import JobError, job_from_request
 from app.confirm.pool import ConfirmBusyError, ConfirmUnavailableError
@@ -19,8 +18,9 @@ from app.engine import EngineError
 from app.lab.compute import compute, engine_error_detail
 from app.lab.panel import page_context
 from app.lab.state import LESSON_EXAMPLES, GradientRequest
-from app.limits import BODY_RESPONSES
-from app.templating import templates
+from app.routes import lesson_page
+from app.web.limits import BODY_RESPONSES
+from app.web.templating import templates
 
 router = APIRouter(tags=["confirm"])
 

@@ -5,7 +5,7 @@ from fastapi.responses import HTMLResponse
 from starlette.responses import Response
 
 from app.lesson.course import Course
-from app.templating import templates
+from app.web.templating import templates
 
 router = APIRouter(tags=["course"])
 

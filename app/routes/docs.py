@@ -4,7 +4,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.responses import Response
 
-from app.templating import route_path, templates
+from app.web.templating import route_path, templates
 
 router = APIRouter(include_in_schema=False)
 

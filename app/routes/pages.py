@@ -7,21 +7,21 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.responses import Response
 
-from app import lesson_page
 from app.lab.panel import page_context
 from app.lesson.attempts import Attempts, progress, sign_log
 from app.lesson.quiz import AnswerError, Question, check, read_answer, sign_results
 from app.lesson.render import RenderedLesson
-from app.lesson_page import (
+from app.routes import lesson_page
+from app.routes.lesson_page import (
     ATTEMPTS_COOKIE,
     PERSONAL,
     SCORE_COOKIE,
     SCORE_COOKIE_AGE,
     Feedback,
 )
-from app.limits import BODY_RESPONSES
-from app.querystring import query_params
-from app.templating import templates
+from app.web.limits import BODY_RESPONSES
+from app.web.querystring import query_params
+from app.web.templating import templates
 
 
 @asynccontextmanager

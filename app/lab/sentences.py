@@ -5,7 +5,7 @@ Entries are ranks, or microbatches when gradient accumulation is compared.
 """
 
 from app.engine.verdicts import Agreement, Reason
-from app.numbers import Digits, Value, difference_line, fmt, minus, written
+from app.lab.numbers import Digits, Value, difference_line, fmt, minus, written
 
 _RANKS: dict[Reason, str] = {
     "one entry": "there is one rank, so the mean of the rank means is that rank's mean,"

@@ -10,10 +10,10 @@ from fastapi.routing import APIRoute
 from starlette.responses import Response
 from starlette.routing import request_response
 
-from app import lesson_page
 from app.lab.panel import PAGE_ROUTE, LabPanel, RingPanel, page_context
-from app.querystring import query_params
-from app.templating import route_path, templates
+from app.routes import lesson_page
+from app.web.querystring import query_params
+from app.web.templating import route_path, templates
 
 
 class RequestRoute(APIRoute):

@@ -15,7 +15,7 @@ adds, per connection:
   only if every connection is busy does the new one get 503.
 
 Use it with ``python -m app`` (see ``app/__main__.py``), or add
-``--http app.server:GuardedHttpProtocol`` to a uvicorn command line.
+``--http app.web.server:GuardedHttpProtocol`` to a uvicorn command line.
 """
 
 import asyncio

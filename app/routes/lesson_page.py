@@ -17,7 +17,7 @@ from starlette.responses import Response
 from app.lesson.attempts import Attempts, Progress, progress, read_log
 from app.lesson.quiz import AnswerError, read_results, score
 from app.lesson.render import RenderedLesson, RenderedSection
-from app.templating import templates
+from app.web.templating import templates
 
 SCORE_COOKIE = "atlas_quiz"
 # Every question's attempts (options chosen, answer shown): its feedback after a reload.

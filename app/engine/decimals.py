@@ -10,7 +10,7 @@ exactly 0: every exact result is of the numbers the reader sees, rounded once to
 A float computed from others (a mean of items, 0.30000000000000004) reads as its shortest
 decimal too, within half a unit of its 17th digit of the binary value: the float nearest to a
 result is the same either way but for ties that far down. Pure Python, for the engine (its exact
-results) and for ``app.numbers`` (whether two numbers are the same number).
+results) and for ``app.lab.numbers`` (whether two numbers are the same number).
 """
 
 from fractions import Fraction

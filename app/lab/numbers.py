@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
-from app.decimals import decimal_ratio, same_number
+from app.engine.decimals import decimal_ratio, same_number
 
 MINUS = "\u2212"
 TIMES = "\N{MULTIPLICATION SIGN}"
