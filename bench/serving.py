@@ -105,7 +105,7 @@ async def cpu_us(app: ASGIApp, queries: Sequence[str]) -> float:
 
 
 async def run(requests: int, rounds: int) -> dict[str, list[float]]:
-    from app.lab import routes
+    from app.routes import lab as routes
     from app.main import app
 
     rng = random.Random(8)
