@@ -105,8 +105,8 @@ async def cpu_us(app: ASGIApp, queries: Sequence[str]) -> float:
 
 
 async def run(requests: int, rounds: int) -> dict[str, list[float]]:
-    from app.routes import lab as routes
     from app.main import app
+    from app.routes import lab as routes
 
     rng = random.Random(8)
     queries = [new_state(rng) for _ in range(requests)]
