@@ -39,6 +39,9 @@ CHROMIUM_ARGS = [
 ]
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
+# Private PostgreSQL and Redis servers (postgres_url, redis_url, private_postgres, ...).
+pytest_plugins = ("tests.servers",)
+
 
 @pytest.fixture(scope="session")
 def settings() -> Settings:

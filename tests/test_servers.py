@@ -1,0 +1,129 @@
+"""The private PostgreSQL and Redis fixtures: they start, answer, stop, and leave nothing behind."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests import servers
+from tests.servers import Postgres, Redis
+
+
+def family(pid: int) -> set[int]:
+    """``pid`` and every process whose parent it is (PostgreSQL's background workers)."""
+    found = {pid}
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # The field after the parenthesised command name is the state, then the parent's pid.
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.add(int(entry.name))
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    return {pid for pid in pids if Path(f"/proc/{pid}").exists()}
+
+
+def test_postgres_starts_answers_and_leaves_nothing_behind() -> None:
+    server = servers.new_postgres()
+    with servers.running(server):
+        assert server.psql("SELECT 6 * 7") == "42"
+        assert server.psql("SHOW listen_addresses") == "127.0.0.1"
+        assert server.psql("SHOW fsync") == "off"
+        major = server.psql("SELECT current_setting('server_version_num')::int / 10000")
+        assert int(major) >= servers.POSTGRES_MIN_VERSION
+        assert server.process is not None
+        started = family(server.process.pid)
+        assert len(started) > 1  # the postmaster and its workers
+    assert server.process.poll() is not None
+    assert not servers.port_open(server.port)
+    assert alive(started) == set()
+    assert not server.folder.exists()
+
+
+def test_postgres_restart_keeps_data_on_the_same_port(private_postgres: Postgres) -> None:
+    url = private_postgres.create_database()
+    database = url.rsplit("/", 1)[1]
+    private_postgres.psql("CREATE TABLE kept (n int); INSERT INTO kept VALUES (7)", database)
+    private_postgres.stop()
+    assert not servers.port_open(private_postgres.port)
+    with pytest.raises(subprocess.CalledProcessError):
+        private_postgres.psql("SELECT 1")
+    private_postgres.start()
+    assert private_postgres.psql("SELECT n FROM kept", database) == "7"
+
+
+def test_postgres_url_is_a_fresh_database_dropped_afterwards(postgres_server: Postgres) -> None:
+    url = postgres_server.create_database()
+    database = url.rsplit("/", 1)[1]
+    assert url == f"postgresql://postgres@127.0.0.1:{postgres_server.port}/{database}"
+    assert postgres_server.psql("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'",
+                                database) == "0"  # fmt: skip
+    postgres_server.drop_database(url)
+    listed = postgres_server.psql(f"SELECT count(*) FROM pg_database WHERE datname = '{database}'")
+    assert listed == "0"
+
+
+def test_drop_database_refuses_any_other_name(postgres_server: Postgres) -> None:
+    with pytest.raises(ValueError, match="not a test database"):
+        postgres_server.drop_database(postgres_server.url("postgres"))
+
+
+def test_redis_starts_answers_and_leaves_nothing_behind() -> None:
+    server = servers.new_redis()
+    with servers.running(server):
+        assert server.command("SET", "answer", "42") == b"+OK\r\n"
+        assert server.command("GET", "answer") == b"$2\r\n42\r\n"
+        assert server.process is not None
+        started = family(server.process.pid)
+    assert server.process.poll() is not None
+    assert not servers.port_open(server.port)
+    assert alive(started) == set()
+    assert not server.folder.exists()
+
+
+def test_redis_restart_on_the_same_port_starts_empty(private_redis: Redis) -> None:
+    private_redis.command("SET", "gone", "1")
+    private_redis.stop()
+    assert not private_redis.ready()
+    private_redis.start()
+    assert private_redis.command("EXISTS", "gone") == b":0\r\n"
+
+
+def test_redis_url_is_emptied_for_each_test(redis_server: Redis, redis_url: str) -> None:
+    assert redis_url == f"redis://127.0.0.1:{redis_server.port}/0"
+    assert redis_server.command("DBSIZE") == b":0\r\n"
+
+
+def test_a_server_that_fails_to_start_is_reported_not_waited_for(tmp_path: Path) -> None:
+    server = Redis(binary=Path("/bin/false"), folder=tmp_path)
+    with pytest.raises(RuntimeError, match="exited with 1 before it accepted"):
+        server.start()
+
+
+def test_missing_server_skips_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no redis-server-nowhere on PATH"):
+        servers.require(servers.redis_binary("redis-server-nowhere"),
+                        "no redis-server-nowhere on PATH")  # fmt: skip
+
+
+def test_missing_server_fails_under_ci(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true but no PostgreSQL"):
+        servers.require(servers.postgres_bin(tmp_path), "no PostgreSQL here")
+
+
+def test_postgres_older_than_15_is_not_used(tmp_path: Path) -> None:
+    for version in ("13", "14"):
+        (tmp_path / version / "bin").mkdir(parents=True)
+        (tmp_path / version / "bin" / "postgres").touch()
+    assert servers.postgres_bin(tmp_path) is None
+    (tmp_path / "16" / "bin").mkdir(parents=True)
+    (tmp_path / "16" / "bin" / "postgres").touch()
+    assert servers.postgres_bin(tmp_path) == tmp_path / "16" / "bin"
+    assert os.path.isdir(tmp_path / "16" / "bin")
