@@ -11,7 +11,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
-from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Lifespan, Receive, Scope, Send
 
 from app.confirm.service import ConfirmService
@@ -21,9 +21,14 @@ from app.routes import api, confirm, docs, health, lab, pages
 from app.routes import course as course_routes
 from app.settings import Settings, get_settings
 from app.web.compression import GzipMiddleware
+from app.web.errors import http_error
 from app.web.limits import RequestLimits, validation_error
 from app.web.secretkey import signing_key
-from app.web.security import SameOriginMiddleware, SecurityHeadersMiddleware
+from app.web.security import (
+    SameOriginMiddleware,
+    SecurityHeadersMiddleware,
+    TrustedHostsMiddleware,
+)
 from app.web.templating import AssetFiles
 
 log = logging.getLogger("atlas")
@@ -64,7 +69,8 @@ def _serve_lesson(app: FastAPI, course: Course, item: CourseLesson) -> None:
 
 def _api_app(title: str, settings: Settings, lifespan: Lifespan[FastAPI] | None) -> FastAPI:
     """A FastAPI app with this project's /docs (vendored Swagger UI; FastAPI's own pages load
-    from a CDN, and there is no /redoc), its short 422s, and the static files."""
+    from a CDN, and there is no /redoc), its short 422s, its error pages, and the static
+    files."""
     telemetry = settings.opentelemetry  # off: no per-request check for a configured provider
     app = FastAPI(
         title=title,
@@ -76,6 +82,7 @@ def _api_app(title: str, settings: Settings, lifespan: Lifespan[FastAPI] | None)
     )
     app.state.settings = settings
     app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(HTTPException, http_error)
     app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
     app.include_router(docs.router)
     return app
@@ -158,7 +165,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_body_bytes=settings.max_body_bytes,
         body_timeout_s=settings.body_timeout_s,
     )
-    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts)
+    app.add_middleware(TrustedHostsMiddleware, allowed_hosts=settings.trusted_hosts)
     # Outermost: every answer below, refusals and a 500 included, carries the headers.
     app.add_middleware(SecurityHeadersMiddleware)
     return app

@@ -171,6 +171,12 @@ def test_quiz_scores_are_kept_per_lesson(course: TestClient) -> None:
     course.cookies.clear()
 
 
+def test_a_lessons_address_without_its_slash_redirects_here(course: TestClient) -> None:
+    answer = course.get(f"/learn/{SHARD}", headers={"Host": "evil.example"}, follow_redirects=False)
+    assert answer.status_code == 307
+    assert answer.headers["location"] == f"/learn/{SHARD}/"
+
+
 def test_the_openapi_titles_follow_the_lessons(course: TestClient) -> None:
     assert course.get("/openapi.json").json()["info"]["title"] == "Atlas lessons: 3 served"
     lesson = course.get(f"/learn/{SHARD}/openapi.json").json()

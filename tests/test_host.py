@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
+from app.web.security import relative_location
 from tests.test_classroom import questions
 
 LESSON = "counts=2,6&means=1,3&eta=0.1&w=10"
@@ -71,3 +72,30 @@ def test_paths_follow_the_root_path() -> None:
     form = soup.select_one("form.quiz-form")
     assert form is not None
     assert str(form["action"]).startswith("/atlas/quiz")
+
+
+@pytest.mark.parametrize(
+    ("path", "location"), [("/healthz/", "/healthz"), ("/docs/", "/docs"), ("/lab/", "/lab")]
+)
+def test_a_redirect_never_sends_the_host_back(web: TestClient, path: str, location: str) -> None:
+    response = web.get(path, headers={"Host": "evil.example"}, follow_redirects=False)
+    assert response.status_code == 307
+    assert response.headers["location"] == location
+    assert "evil.example" not in response.text
+
+
+@pytest.mark.parametrize(
+    ("written", "location"),
+    [
+        ("http://lab.example:8000/a/?b=1#c", "/a/?b=1#c"),
+        ("https://lab.example:8000", "/"),
+        ("http://lab.example:8000//evil.example/", "/evil.example/"),
+        ("//evil.example/x", "/evil.example/x"),
+        ("/\\evil.example/x", "/evil.example/x"),
+        ("https://atlas.example.org/published", "https://atlas.example.org/published"),
+        ("/learn/x/#section-2", "/learn/x/#section-2"),
+    ],
+)
+def test_a_location_on_this_host_is_a_path_that_stays_here(written: str, location: str) -> None:
+    scope = {"type": "http", "headers": [(b"host", b"lab.example:8000")]}
+    assert relative_location(written, scope) == location

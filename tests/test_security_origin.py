@@ -4,10 +4,11 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
+from starlette.types import Receive, Scope, Send
 
 from app.main import create_app
 from app.settings import Settings
-from app.web.security import SECURITY_HEADERS
+from app.web.security import SECURITY_HEADERS, TrustedHostsMiddleware
 from tests.test_classroom import questions
 
 LESSON_BODY = {"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10}
@@ -50,7 +51,7 @@ def test_cross_site_state_changes_are_refused(
 ) -> None:
     response = client.post(path, data=quiz_form(), headers=headers)
     assert response.status_code == 403
-    assert response.text.startswith("Cross-site request refused")
+    assert response.json()["detail"].startswith("Cross-site request refused")
     assert "evil.example" * 2 not in response.text
     assert "set-cookie" not in response.headers
     assert response.headers["x-frame-options"] == "DENY"
@@ -77,6 +78,10 @@ def test_reads_are_never_refused(client: TestClient) -> None:
     assert client.get("/", headers={"Sec-Fetch-Site": "cross-site"}).status_code == 200
 
 
+async def strict_app(scope: Scope, receive: Receive, send: Send) -> None:
+    raise AssertionError("a refused request reached the app")
+
+
 @pytest.fixture(scope="module")
 def strict_hosts() -> Iterator[TestClient]:
     settings = Settings(confirm_enabled=False, trusted_hosts=["lab.example.org", "localhost"])
@@ -98,11 +103,49 @@ def test_other_hosts_are_refused_with_the_headers(strict_hosts: TestClient) -> N
     )
 
 
+def test_a_browser_sent_from_another_host_gets_the_error_page(strict_hosts: TestClient) -> None:
+    response = strict_hosts.get("/", headers={"Host": "evil.example", "Accept": "text/html"})
+    assert response.status_code == 400
+    assert response.headers["content-type"].startswith("text/html")
+    assert "ATLAS_TRUSTED_HOSTS" in response.text
+    assert "evil.example" not in response.text
+
+
+@pytest.mark.parametrize(
+    ("host", "served"),
+    [
+        ("lab.example.org", True),
+        ("LAB.example.org:8443", True),
+        ("a.lab.example.org", False),
+        ("b.school.example", True),
+        ("b.c.school.example:80", True),
+        ("school.example", False),
+        ("evilschool.example", False),
+        ("school.example.evil.example", False),
+        ("[::1]:8000", True),
+        ("[::2]:8000", False),
+        ("", False),
+    ],
+)
+def test_trusted_hosts_are_names_ip_addresses_or_subdomains(host: str, served: bool) -> None:
+    middleware = TrustedHostsMiddleware(
+        strict_app, allowed_hosts=["lab.example.org", "*.school.example", "[::1]"]
+    )
+    assert middleware.serves(host) is served
+
+
+@pytest.mark.parametrize("pattern", ["lab.*.org", "*lab.org", "*.*.org"])
+def test_a_wildcard_only_names_subdomains(pattern: str) -> None:
+    with pytest.raises(ValueError, match="only alone or as"):
+        TrustedHostsMiddleware(strict_app, allowed_hosts=[pattern])
+
+
 def test_any_host_by_default(client: TestClient) -> None:
     assert client.get("/healthz", headers={"Host": "anything.example:1234"}).status_code == 200
 
 
 def test_a_server_error_is_plain_and_carries_the_security_headers() -> None:
+    """A 500 says so in JSON to a script and as a page to a browser, never what went wrong."""
     app = create_app(Settings(confirm_enabled=False))
 
     @app.get("/boom")
@@ -111,9 +154,14 @@ def test_a_server_error_is_plain_and_carries_the_security_headers() -> None:
 
     with TestClient(app, raise_server_exceptions=False) as client:
         response = client.get("/boom")
-    assert response.status_code == 500
-    assert response.headers["content-type"].startswith("text/plain")
-    assert "secret internals" not in response.text
-    assert "Internal server error" in response.text
-    for name, value in SECURITY_HEADERS.items():
-        assert response.headers[name] == value
+        page = client.get("/boom", headers={"Accept": "text/html"})
+    assert response.status_code == page.status_code == 500
+    assert response.json()["detail"].startswith("Internal server error")
+    assert page.headers["content-type"].startswith("text/html")
+    assert "could not answer this request" in page.text
+    for answer in (response, page):
+        assert "secret internals" not in answer.text
+        assert "Traceback" not in answer.text
+        assert answer.headers["cache-control"] == "no-store"
+        for name, value in SECURITY_HEADERS.items():
+            assert answer.headers[name] == value

@@ -4,7 +4,7 @@ from typing import Annotated, cast
 
 from fastapi import APIRouter, Body, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse
 from pydantic import BaseModel
 from starlette.datastructures import QueryParams
 from starlette.responses import Response
@@ -19,6 +19,7 @@ from app.lab.compute import compute, engine_error_detail
 from app.lab.panel import page_context
 from app.lab.state import LESSON_EXAMPLES, GradientRequest
 from app.routes import lesson_page
+from app.web.errors import error_response
 from app.web.limits import BODY_RESPONSES
 from app.web.templating import templates
 
@@ -67,9 +68,9 @@ async def run_confirmation(request: Request, body: GradientRequest) -> ConfirmRe
     return confirm_response(job, engine, outcome, notes)
 
 
-def problem(failed: ConfirmFailedError) -> JSONResponse:
+def problem(request: Request, failed: ConfirmFailedError) -> Response:
     headers = {"Retry-After": str(failed.retry_after)} if failed.retry_after else None
-    return JSONResponse({"detail": failed.detail}, status_code=failed.status, headers=headers)
+    return error_response(request.scope, failed.status, failed.detail, headers)
 
 
 @router.post(
@@ -98,7 +99,7 @@ async def confirm_api(
     try:
         return await run_confirmation(request, body)
     except ConfirmFailedError as failed:
-        return problem(failed)
+        return problem(request, failed)
 
 
 @router.get("/api/confirm/status", response_model=ServiceStatus)

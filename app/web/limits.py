@@ -16,8 +16,10 @@ from typing import Any
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.web.errors import error_response
 
 # The most of a refused input an error message quotes, and the most errors one answer lists.
 ECHO_CHARS = 120
@@ -120,8 +122,8 @@ class RequestLimits:
             receive = await self._read_body(scope, receive)
         except _RefusedError as refused:
             # Closing the connection: the rest of a refused body is never read.
-            response = PlainTextResponse(
-                refused.message, status_code=refused.status, headers={"Connection": "close"}
+            response = error_response(
+                scope, refused.status, refused.message, headers={"Connection": "close"}
             )
             await response(scope, receive, send)
             return
