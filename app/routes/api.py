@@ -8,9 +8,10 @@ from fastapi.exceptions import RequestValidationError
 from app.engine import EngineError
 from app.lab.compute import GradientResponse, compute, engine_error_detail
 from app.lab.state import LESSON_EXAMPLES, GradientRequest
+from app.web.jsonbody import JsonBodyRoute
 from app.web.limits import BODY_RESPONSES
 
-router = APIRouter(prefix="/api", tags=["api"])
+router = APIRouter(prefix="/api", tags=["api"], route_class=JsonBodyRoute)
 
 
 @router.post(

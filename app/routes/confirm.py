@@ -20,10 +20,11 @@ from app.lab.panel import page_context
 from app.lab.state import LESSON_EXAMPLES, GradientRequest
 from app.routes import lesson_page
 from app.web.errors import error_response
+from app.web.jsonbody import JsonBodyRoute
 from app.web.limits import BODY_RESPONSES
 from app.web.templating import templates
 
-router = APIRouter(tags=["confirm"])
+router = APIRouter(tags=["confirm"], route_class=JsonBodyRoute)
 
 
 class ConfirmProblem(BaseModel):
