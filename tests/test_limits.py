@@ -100,6 +100,26 @@ def test_422_echoes_only_a_short_prefix(client: TestClient) -> None:
     assert huge[: ECHO_CHARS + 1] not in response.text
 
 
+def test_422_echoes_a_huge_number_as_a_short_prefix(client: TestClient) -> None:
+    digits = "9" * 4_000
+    body = f'{{"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": {digits}}}'
+    response = client.post(
+        "/api/gradient", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    (error,) = response.json()["detail"]
+    assert error["loc"] == ["body", "w"]
+    assert error["input"] == short(digits)
+    assert len(response.content) < 400, f"a {len(response.content)} byte 422"
+
+
+def test_422_echoes_a_number_that_fits_as_it_is(client: TestClient) -> None:
+    body = {**LESSON_BODY, "eta": 10**30}
+    response = client.post("/api/gradient", json=body)
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["input"] == 10**30
+
+
 def test_422_lists_a_bounded_number_of_errors(client: TestClient) -> None:
     body = {"targets": [["bad"] * 5_000], "eta": 0.1, "w": 10}
     response = client.post("/api/gradient", json=body)

@@ -42,6 +42,10 @@ def _echo(value: Any) -> Any:
     """An error's ``input``: small values as they are, anything larger as a short prefix."""
     if isinstance(value, str):
         return short(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        # A number of thousands of digits is quoted as its first digits and its length.
+        text = str(value)
+        return value if len(text) <= ECHO_CHARS else short(text)
     if isinstance(value, int | float | bool) or value is None:
         return value
     text = _BOUNDED.repr(value)
