@@ -171,6 +171,21 @@ def test_quiz_scores_are_kept_per_lesson(course: TestClient) -> None:
     course.cookies.clear()
 
 
+def test_a_quiz_answer_without_javascript_returns_to_its_lesson(course: TestClient) -> None:
+    course.cookies.clear()
+    answer = course.post(
+        f"/learn/{SHARD}/quiz",
+        data={"question": "section-12", "choice": "2"},
+        follow_redirects=False,
+    )
+    assert answer.status_code == 303
+    assert answer.headers["location"] == f"/learn/{SHARD}/#section-12"
+    page = page_soup(course, answer.headers["location"].split("#")[0])
+    assert page.find(id="section-12") is not None
+    assert "1 of 3 correct" in text(page.find(id="quiz-score"))
+    course.cookies.clear()
+
+
 def test_a_lessons_address_without_its_slash_redirects_here(course: TestClient) -> None:
     answer = course.get(f"/learn/{SHARD}", headers={"Host": "evil.example"}, follow_redirects=False)
     assert answer.status_code == 307

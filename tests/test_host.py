@@ -64,8 +64,13 @@ def test_every_url_written_is_a_path(web: TestClient) -> None:
 
 def test_paths_follow_the_root_path() -> None:
     app = create_app(Settings(confirm_enabled=False))
+    first = questions()[0]
+    quiz = {"question": first.id, "choice": str(first.answer_number)}
     with TestClient(app, root_path="/atlas") as client:
         soup = BeautifulSoup(client.get("/").text, "html.parser")
+        answered = client.post("/quiz", data=quiz, follow_redirects=False)
+    assert answered.status_code == 303
+    assert answered.headers["location"] == f"/atlas/#{first.id}"
     stylesheet = soup.select_one("link[rel=stylesheet]")
     assert stylesheet is not None
     assert str(stylesheet["href"]).startswith("/atlas/static/")

@@ -21,7 +21,7 @@ from app.routes.lesson_page import (
 )
 from app.web.limits import BODY_RESPONSES
 from app.web.querystring import query_params
-from app.web.templating import templates
+from app.web.templating import route_path, templates
 
 
 @asynccontextmanager
@@ -130,8 +130,9 @@ async def answer_quiz(request: Request) -> Response:
             request, "_quiz.html", context, block_name="feedback", status_code=status
         )
     elif status == 200 and target is not None:
-        # Post/redirect/get: the address stays the lesson's, at the question.
-        page = request.app.url_path_for("lesson_page")
+        # Post/redirect/get: the address stays the lesson's (under its own in a course), at the
+        # question.
+        page = route_path(request, "lesson_page")
         response = RedirectResponse(f"{page}#{target.id}", status_code=303)
     else:
         if target is None:
