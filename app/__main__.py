@@ -1,4 +1,5 @@
-"""``python -m app``: uvicorn with ``app.web.server``'s protocol limits and keep-alive timeout.
+"""``python -m app``: uvicorn with ``app.web.server``'s protocol limits and keep-alive timeout;
+``python -m app purge`` deletes the live classes past ``ATLAS_CLASS_RETENTION_DAYS`` now.
 
     python -m app --host 0.0.0.0 --port 8000 --workers 2
 
@@ -10,6 +11,7 @@ connections are spread evenly across them.
 
 import argparse
 import os
+import sys
 from collections.abc import Sequence
 
 from app.settings import get_settings
@@ -43,8 +45,24 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def purge() -> None:
+    """Delete the classes past their retention, now, and say how many."""
+    from app.live.lifecycle import purge_now  # only this command opens the database here
+
+    settings = get_settings()
+    removed = purge_now(settings)
+    print(
+        f"deleted {removed} {'class' if removed == 1 else 'classes'} older than"
+        f" {settings.class_retention_days:g} days"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parse(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["purge"]:
+        purge()
+        return
+    args = parse(arguments)
     settings = get_settings()
     listeners.run(
         APP,

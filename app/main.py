@@ -17,6 +17,9 @@ from starlette.types import ASGIApp, Lifespan, Receive, Scope, Send
 from app.confirm.service import ConfirmService
 from app.lesson.course import Course, CourseLesson, load_course
 from app.lesson.loader import LessonLoadError
+from app.live import routes as live_routes
+from app.live.access import ParticipantKey
+from app.live.lifecycle import running as live_class
 from app.routes import api, confirm, docs, health, lab, pages
 from app.routes import course as course_routes
 from app.settings import Settings, get_settings
@@ -112,7 +115,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     start without a lesson; start/stop the confirmation pool), middleware, static, routers."""
     settings = settings or get_settings()
     if not settings.secret_key:
-        key = signing_key(settings.confirm_runtime_dir)
+        key = signing_key(settings.data_dir)
         settings = settings.model_copy(update={"secret_key": key})
     # Read now: which routes exist, and the OpenAPI title, follow the lessons served.
     try:
@@ -134,6 +137,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 lesson_app.state.confirm = service
                 await stack.enter_async_context(lesson_app.router.lifespan_context(lesson_app))
             app.state.confirm = service
+            await stack.enter_async_context(live_class(app, settings, course))
             await service.start()
             try:
                 yield
@@ -154,11 +158,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if course is not None:
             _serve_lesson(app, course, course.lessons[0])
     app.include_router(health.router)
+    # The live class, beside the lesson (or the course): its routes follow the lesson's, so a
+    # lesson's requests match theirs first, as fast as without a class.
+    app.include_router(live_routes.router)
     # ISA-L level 1: the lab's pane (9 kB) compresses to 2.8 kB in about 20 µs, where zlib's
     # fastest level took 45-90 µs for 2.9 kB (Starlette's default, zlib 9: 2.7 kB in 117 µs).
     # On a classroom's network the CPU is the scarcer (bench/README.md).
     app.add_middleware(GzipMiddleware, minimum_size=500, level=GZIP_LEVEL)
     app.add_middleware(SameOriginMiddleware)
+    app.add_middleware(ParticipantKey, secret_key=settings.secret_key)
     app.add_middleware(
         RequestLimits,
         max_url_bytes=settings.max_url_bytes,

@@ -16,6 +16,7 @@ from app import PROJECT_DIR
 DEFAULT_RUNTIME_DIR = Path(tempfile.gettempdir()) / (
     f"atlas-confirm-{os.getuid()}-{hashlib.sha256(bytes(PROJECT_DIR)).hexdigest()[:10]}"
 )
+DEFAULT_DATA_DIR = PROJECT_DIR / "data"
 DEFAULT_LESSON = PROJECT_DIR / "lesson_data" / "atlas-lesson-distributed-gradient-weighting.json"
 
 
@@ -42,9 +43,10 @@ class Settings(BaseSettings):
     secret_key: str = Field(
         default="",
         description=(
-            "Key that signs the quiz-score cookie. Empty: a random key is made when the server"
-            " starts and shared by its workers through the runtime folder, so scores reset on"
-            " restart. Set your own to keep scores across restarts and hosts."
+            "Key that signs the quiz-score cookie and the live class's cookies. Empty: a random"
+            " key is made once and kept in the data folder (secret-key, mode 0600), so every"
+            " worker and every restart on that folder shares it. Set your own to share it"
+            " across hosts."
         ),
     )
     trusted_hosts: Annotated[list[str], NoDecode] = Field(
@@ -157,6 +159,44 @@ class Settings(BaseSettings):
         description=(
             "Folder for the pool's lock, socket and rendezvous file. Web workers that share it"
             " share one pool; give separate deployments on one host separate folders."
+        ),
+    )
+
+    data_dir: Path = Field(
+        default=DEFAULT_DATA_DIR,
+        description=(
+            "Folder kept across restarts: the live classes' database (SQLite) and the generated"
+            " signing key. The image declares /data a volume and sets this to it."
+        ),
+    )
+    database_url: str = Field(
+        default="",
+        description=(
+            "SQLAlchemy URL of the live classes' database (an async driver, e.g."
+            " 'postgresql+asyncpg://…'). Empty: SQLite in the data folder (classes.sqlite3)."
+        ),
+    )
+    instructor_password: str = Field(
+        default="",
+        description=(
+            "Password asked for when starting a class. Empty: anyone who reaches the server may"
+            " start one (a laptop in a classroom), up to ATLAS_CLASS_LIMIT classes."
+        ),
+    )
+    class_limit: int = Field(
+        default=20,
+        ge=1,
+        description=(
+            "Classes kept at once when starting one needs no password; past it starting another"
+            " is refused (429) until one is deleted or expires."
+        ),
+    )
+    class_retention_days: float = Field(
+        default=30,
+        gt=0,
+        description=(
+            "Classes older than this many days are deleted with everything in them, when the"
+            " server starts, daily, and by `python -m app purge`."
         ),
     )
 

@@ -1,4 +1,4 @@
-"""No public signing key: without ATLAS_SECRET_KEY each server run makes one for its workers."""
+"""No public signing key: without ATLAS_SECRET_KEY one is made once and kept in the data folder."""
 
 import os
 import stat
@@ -15,7 +15,7 @@ from app import PACKAGE_DIR
 from app.lesson.quiz import read_results, sign_results
 from app.main import create_app
 from app.settings import Settings
-from app.web.secretkey import PREFIX, SecretKeyError, private_folder, server_secret
+from app.web.secretkey import KEY_FILE, SecretKeyError, kept_secret, private_folder
 from bench._procs import uvicorn_workers
 from bench._servers import Server, free_port, launch, stop
 from tests.test_classroom import cpu_ticks, fresh_connection_get, questions
@@ -30,14 +30,14 @@ def test_source_carries_no_key() -> None:
 
 
 def test_app_without_key_signs_with_a_random_one(tmp_path: Path) -> None:
-    settings = Settings(secret_key="", confirm_runtime_dir=tmp_path, confirm_enabled=False)
+    settings = Settings(secret_key="", data_dir=tmp_path / "data", confirm_enabled=False)
     first = create_app(settings).state.settings.secret_key
     second = create_app(settings).state.settings.secret_key
-    assert first == second, "two apps of one server run signed with different keys"
+    assert first == second, "two apps on one data folder signed with different keys"
     assert len(first) >= 40
-    (key_file,) = tmp_path.glob(f"{PREFIX}*")
+    key_file = tmp_path / "data" / KEY_FILE
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
-    assert stat.S_IMODE(tmp_path.stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "data").stat().st_mode) == 0o700
     # A score signed with the old public key is not read as this server's.
     lesson_id = "atlas-lesson-distributed-gradient-weighting"
     forged = sign_results({questions()[0].id: True}, OLD_PUBLIC_KEY, lesson_id)
@@ -46,33 +46,33 @@ def test_app_without_key_signs_with_a_random_one(tmp_path: Path) -> None:
 
 
 def test_a_set_key_is_used_as_given(tmp_path: Path) -> None:
-    settings = Settings(secret_key="mine", confirm_runtime_dir=tmp_path, confirm_enabled=False)
+    settings = Settings(secret_key="mine", data_dir=tmp_path, confirm_enabled=False)
     assert create_app(settings).state.settings.secret_key == "mine"
-    assert not list(tmp_path.glob(f"{PREFIX}*"))
+    assert not (tmp_path / KEY_FILE).exists()
 
 
-def test_an_open_runtime_folder_is_refused(tmp_path: Path) -> None:
+def test_an_open_data_folder_is_refused(tmp_path: Path) -> None:
     tmp_path.chmod(0o755)
     with pytest.raises(SecretKeyError, match="0700"):
-        server_secret(tmp_path)
+        kept_secret(tmp_path)
     assert private_folder(tmp_path / "new") == tmp_path / "new"
 
 
-def test_keys_of_finished_runs_are_removed(tmp_path: Path) -> None:
+def test_a_readable_key_file_is_refused(tmp_path: Path) -> None:
     tmp_path.chmod(0o700)
-    stale = tmp_path / f"{PREFIX}999999999-1"
-    stale.write_text("old")
-    server_secret(tmp_path)
-    assert not stale.exists()
+    kept_secret(tmp_path)
+    (tmp_path / KEY_FILE).chmod(0o644)
+    with pytest.raises(SecretKeyError, match="0600"):
+        kept_secret(tmp_path)
 
 
 # ---- real uvicorn with two workers, started without any key --------------------------------
 
 
-def start_two_workers(runtime_dir: Path) -> Server:
+def start_two_workers(data_dir: Path) -> Server:
     port = free_port()
     env = {name: value for name, value in os.environ.items() if name != "ATLAS_SECRET_KEY"}
-    env.update({"ATLAS_CONFIRM_ENABLED": "false", "ATLAS_CONFIRM_RUNTIME_DIR": str(runtime_dir)})
+    env.update({"ATLAS_CONFIRM_ENABLED": "false", "ATLAS_DATA_DIR": str(data_dir)})
     command = [
         *(sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"),
         *("--port", str(port), "--workers", "2", "--log-level", "warning"),
@@ -95,10 +95,10 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
         stop(server)
 
 
-def test_two_workers_share_the_generated_key_and_a_restart_resets_scores(
+def test_two_workers_share_the_generated_key_and_a_restart_keeps_scores(
     two_workers: tuple[Server, Path],
 ) -> None:
-    server, runtime = two_workers
+    server, data_dir = two_workers
     workers = uvicorn_workers(server.process.pid)
     assert len(workers) == 2
     first = questions()[0]
@@ -120,21 +120,21 @@ def test_two_workers_share_the_generated_key_and_a_restart_resets_scores(
         if busy == workers:
             break
     assert busy == workers, "600 pages did not come from both workers"
-    assert len(list(runtime.glob(f"{PREFIX}*"))) == 1
+    key = (data_dir / KEY_FILE).read_text()
     stop(server)
 
-    restarted = start_two_workers(runtime)
+    restarted = start_two_workers(data_dir)
     try:
         page = fresh_connection_get(restarted.url + "/", cookies)
-        assert score_of(page.text).startswith(f"Score: 0 of {len(questions())}")
-        assert len(list(runtime.glob(f"{PREFIX}*"))) == 1, "the old run's key was kept"
+        assert score_of(page.text).startswith(expected), "a restart lost the score"
+        assert (data_dir / KEY_FILE).read_text() == key, "the restart made a new key"
     finally:
         stop(restarted)
 
 
-def test_start_logs_that_scores_reset(tmp_path: Path) -> None:
+def test_start_logs_where_the_key_is_kept(tmp_path: Path) -> None:
     env = {name: value for name, value in os.environ.items() if name != "ATLAS_SECRET_KEY"}
-    env["ATLAS_CONFIRM_RUNTIME_DIR"] = str(tmp_path)
+    env["ATLAS_DATA_DIR"] = str(tmp_path / "data")
     result = subprocess.run(
         [sys.executable, "-c", "import app.main"],
         env=env,
@@ -143,15 +143,15 @@ def test_start_logs_that_scores_reset(tmp_path: Path) -> None:
         timeout=60,
         check=True,
     )
-    assert "scores reset when the server restarts" in result.stderr
+    assert f"kept in {tmp_path / 'data' / KEY_FILE}" in result.stderr
 
 
-def test_an_unusable_runtime_folder_still_starts_with_a_key_of_its_own(
+def test_an_unusable_data_folder_still_starts_with_a_key_of_its_own(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    settings = Settings(secret_key="", confirm_runtime_dir=blocker / "pool", confirm_enabled=False)
+    settings = Settings(secret_key="", data_dir=blocker / "data", confirm_enabled=False)
     with caplog.at_level("ERROR", logger="atlas"):
         key = create_app(settings).state.settings.secret_key
     assert len(key) >= 40

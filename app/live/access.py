@@ -1,0 +1,128 @@
+"""Who is asking: the signed, HttpOnly cookies of a class's host and of its students.
+
+The host cookie holds the class's host token (also the secret of the co-host link); a student's
+holds their participant token. Both are signed with the server's key (kept in the data folder
+when not configured), so a restart keeps everyone in their class. The token alone is not
+trusted: the class row must hold it too, so a deleted class or a removed student is gone.
+"""
+
+import hashlib
+import hmac
+from http.cookies import SimpleCookie
+
+from itsdangerous import BadSignature, URLSafeSerializer
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+HOST_SALT = "atlas-live-host"
+STUDENT_SALT = "atlas-live-student"
+STUDENT_PREFIX = "atlas-class-"
+COOKIE_AGE = 60 * 60 * 24 * 30
+
+
+def host_cookie(code: str) -> str:
+    return f"atlas-host-{code}"
+
+
+def student_cookie(code: str) -> str:
+    return f"{STUDENT_PREFIX}{code}"
+
+
+def _root(request: Request) -> str:
+    return str(request.scope.get("root_path", ""))
+
+
+def _read(request: Request, name: str, salt: str) -> str | None:
+    raw = request.cookies.get(name)
+    if not raw:
+        return None
+    try:
+        value = URLSafeSerializer(request.app.state.settings.secret_key, salt=salt).loads(raw)
+    except BadSignature:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _set(request: Request, response: Response, name: str, value: str, salt: str, path: str) -> None:
+    signed = URLSafeSerializer(request.app.state.settings.secret_key, salt=salt).dumps(value)
+    response.set_cookie(
+        name,
+        signed,
+        path=path,
+        max_age=COOKIE_AGE,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+    )
+
+
+def is_host(request: Request, code: str, host_token: str) -> bool:
+    """The request carries this class's host cookie."""
+    held = _read(request, host_cookie(code), HOST_SALT)
+    return held is not None and hmac.compare_digest(held, host_token)
+
+
+def let_host_in(request: Request, response: Response, code: str, host_token: str) -> None:
+    _set(
+        request,
+        response,
+        host_cookie(code),
+        host_token,
+        HOST_SALT,
+        f"{_root(request)}/class/{code}",
+    )
+
+
+def student_token(request: Request, code: str) -> str | None:
+    return _read(request, student_cookie(code), STUDENT_SALT)
+
+
+def let_student_in(request: Request, response: Response, code: str, token: str) -> None:
+    # Path /: the lesson's own requests carry it too, so the confirmation's queue can tell
+    # one student from another (ParticipantKey below).
+    _set(request, response, student_cookie(code), token, STUDENT_SALT, f"{_root(request)}/")
+
+
+def forget_student(request: Request, response: Response, code: str) -> None:
+    response.delete_cookie(student_cookie(code), path=f"{_root(request)}/")
+
+
+def stable_key(token: str) -> str:
+    """A student's key for fair queues: stable, and not their token (which is a credential)."""
+    return "student-" + hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+class ParticipantKey:
+    """Sets ``request.state.participant`` for a request that carries a valid student cookie, so
+    the confirmation's fair queue treats each student of a class as their own client (a whole
+    class behind one classroom address is thirty clients, not one). A request without such a
+    cookie passes untouched: without a class nothing changes."""
+
+    def __init__(self, app: ASGIApp, secret_key: str) -> None:
+        self.app = app
+        self.serializer = URLSafeSerializer(secret_key, salt=STUDENT_SALT)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for name, value in scope["headers"]:
+                if name == b"cookie" and STUDENT_PREFIX.encode() in value:
+                    self._mark(scope, value.decode("latin-1"))
+                    break
+        await self.app(scope, receive, send)
+
+    def _mark(self, scope: Scope, header: str) -> None:
+        cookies = SimpleCookie()
+        try:
+            cookies.load(header)
+        except Exception:  # a malformed header: no key, as without a class
+            return
+        for name, morsel in cookies.items():
+            if name.startswith(STUDENT_PREFIX):
+                try:
+                    token = self.serializer.loads(morsel.value)
+                except BadSignature:
+                    continue
+                if isinstance(token, str):
+                    scope.setdefault("state", {})["participant"] = stable_key(token)
+                    return

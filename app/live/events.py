@@ -1,0 +1,158 @@
+"""``GET /class/{CODE}/events``: the page's live parts as Server-Sent Events.
+
+On (re)connect the stream first sends what the page must show now, then each change: a dropped
+connection or a restarted server heals itself (Phoenix LiveView's and Hotwire's habit). One
+:class:`Feed` per class and worker reads each new snapshot once for all of that worker's streams,
+at most every ``MIN_GAP_S`` (500 answers in a second are a handful of reads, not 500); a
+student's stream renders only when what their page shows has changed.
+"""
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.requests import Request
+
+from app.live.broker import Signal
+from app.live.pages import host_context, render, screen_context, student_context
+from app.live.service import LiveService, Snapshot
+from app.live.view import student_view
+
+MIN_GAP_S = 0.1
+PING_S = 15
+
+
+class Feed:
+    """One class's latest snapshot in this worker, shared by its streams."""
+
+    def __init__(self, service: LiveService, class_id: int) -> None:
+        self.service = service
+        self.class_id = class_id
+        self.snapshot: Snapshot | None = None
+        self.changed = Signal()
+        self.holders = 0
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._follow(), name=f"live-feed-{self.class_id}")
+        await self._ready.wait()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _follow(self) -> None:
+        async with self.service.broker.subscribe(self.class_id) as told:
+            seen = told.generation
+            self.snapshot = await self.service.snapshot(self.class_id)
+            self._ready.set()
+            while self.snapshot is not None:
+                seen = await told.wait(seen)
+                await asyncio.sleep(MIN_GAP_S)  # what arrives meanwhile is read in one go
+                seen = told.generation
+                latest = await self.service.snapshot(self.class_id)
+                if latest is None or latest.version != self.snapshot.version:
+                    self.snapshot = latest
+                    self.changed.fire()
+
+
+@dataclass
+class Feeds:
+    """This worker's feeds, one per class with a stream open."""
+
+    service: LiveService
+    feeds: dict[int, Feed]
+
+    @contextlib.asynccontextmanager
+    async def follow(self, class_id: int) -> AsyncIterator[Feed]:
+        feed = self.feeds.get(class_id)
+        if feed is None:
+            feed = self.feeds[class_id] = Feed(self.service, class_id)
+            feed.holders += 1
+            await feed.start()
+        else:
+            feed.holders += 1
+            await feed._ready.wait()
+        try:
+            yield feed
+        finally:
+            feed.holders -= 1
+            if not feed.holders:
+                del self.feeds[class_id]
+                await feed.stop()
+
+
+Renderer = Callable[[Snapshot], tuple[object, str, Callable[[], str]] | None]
+
+
+def _stream(request: Request, class_id: int, render_now: Renderer) -> EventSourceResponse:
+    """Events from ``render_now(snapshot)`` → ``(key, event name, render)``: rendered and sent
+    only when the key differs from the last one sent; None ends the stream (the class or the
+    student is gone)."""
+    feeds: Feeds = request.app.state.live_feeds
+
+    async def events() -> AsyncIterator[ServerSentEvent]:
+        async with feeds.follow(class_id) as feed:
+            last: object = None
+            seen = feed.changed.generation
+            snapshot = feed.snapshot
+            while True:
+                made = render_now(snapshot) if snapshot is not None else None
+                if made is None:
+                    yield ServerSentEvent(data="", event="gone")
+                    return
+                key, name, html = made
+                if key != last:
+                    last = key
+                    yield ServerSentEvent(data=html(), event=name)
+                seen = await feed.changed.wait(seen)
+                snapshot = feed.snapshot
+
+    return EventSourceResponse(
+        events(),
+        ping=PING_S,
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+def host_stream(request: Request, class_id: int) -> EventSourceResponse:
+    def made(snapshot: Snapshot) -> tuple[object, str, Callable[[], str]]:
+        return (
+            snapshot.version,
+            "host",
+            lambda: render("live/_host_live.html", host_context(request, snapshot)),
+        )
+
+    return _stream(request, class_id, made)
+
+
+def screen_stream(request: Request, class_id: int) -> EventSourceResponse:
+    def made(snapshot: Snapshot) -> tuple[object, str, Callable[[], str]]:
+        return (
+            snapshot.version,
+            "screen",
+            lambda: render("live/_screen_live.html", screen_context(request, snapshot)),
+        )
+
+    return _stream(request, class_id, made)
+
+
+def student_stream(request: Request, class_id: int, participant_id: int) -> EventSourceResponse:
+    def made(snapshot: Snapshot) -> tuple[object, str, Callable[[], str]] | None:
+        student = snapshot.student(participant_id)
+        if student is None:
+            return None
+        view = student_view(snapshot, student)
+        key = (view.key, snapshot.lab_query, student.shared_query, snapshot.ended)
+        return (
+            key,
+            "class",
+            lambda: render("live/_student_live.html", student_context(request, snapshot, student)),
+        )
+
+    return _stream(request, class_id, made)

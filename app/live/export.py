@@ -1,0 +1,47 @@
+"""``export.csv``: one row per student per answered question, safe to open in a spreadsheet."""
+
+import csv
+import io
+from collections.abc import Sequence
+
+from starlette.responses import Response
+
+from app.live.store import Answer
+
+COLUMNS = ("nickname", "question", "choice", "correct", "answered_at")
+# A cell starting with one of these is run as a formula by Excel, LibreOffice and Sheets
+# (OWASP's "CSV injection"); a leading apostrophe makes it text. Tab and CR start one too.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutral(cell: str) -> str:
+    """``cell`` as a spreadsheet shows it, never runs it."""
+    return f"'{cell}" if cell.startswith(FORMULA_START) else cell
+
+
+def csv_text(rows: Sequence[tuple[str, Answer]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(COLUMNS)
+    for nickname, answer in rows:
+        writer.writerow(
+            (
+                neutral(nickname),
+                neutral(answer.question),
+                answer.choice,
+                "true" if answer.correct else "false",
+                answer.answered_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            )
+        )
+    return out.getvalue()
+
+
+def csv_response(code: str, rows: Sequence[tuple[str, Answer]]) -> Response:
+    return Response(
+        csv_text(rows),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "Content-Disposition": f'attachment; filename="class-{code}.csv"',
+            "Cache-Control": "no-store",
+        },
+    )

@@ -1,0 +1,35 @@
+"""Alembic's history applied when the server starts, by one worker at a time (a file lock)."""
+
+import asyncio
+import fcntl
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection
+
+from app import PROJECT_DIR
+from app.live.store import Store
+
+MIGRATIONS = PROJECT_DIR / "migrations"
+LOCK_FILE = ".migrate.lock"
+
+
+def _upgrade(connection: Connection) -> None:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")
+
+
+async def upgrade(store: Store, data_dir: Path) -> None:
+    """Bring the database to the newest revision. Workers start together: the first takes the
+    lock and migrates, the others wait for it and find nothing left to do."""
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(data_dir / LOCK_FILE, "a") as lock:
+        await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
+        try:
+            async with store.engine.begin() as connection:
+                await connection.run_sync(_upgrade)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

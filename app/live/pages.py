@@ -1,0 +1,107 @@
+"""The class's pages and their live parts, rendered from a snapshot: the same partial for the
+plain GET (the whole page, without JavaScript) and for the stream's events (htmx swaps it)."""
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+
+from app.live.service import LiveService, Snapshot, Student
+from app.live.view import (
+    distribution,
+    qr_svg,
+    roster,
+    shared_lab,
+    status,
+    student_view,
+)
+from app.web.templating import route_path, templates
+
+NO_STORE = "no-store"  # every class page is personal and changes by the second
+
+
+def service_of(request: Request) -> LiveService:
+    service: LiveService = request.app.state.live
+    return service
+
+
+def lesson_path(request: Request, snapshot: Snapshot) -> str:
+    """The lesson page the class follows, under the app's address."""
+    root = request.scope.get("root_path", "")
+    if service_of(request).course.folder:
+        return f"{root}/learn/{snapshot.lesson.slug}/"
+    return f"{root}/"
+
+
+def join_url(request: Request, code: str) -> str:
+    """The join address as a phone must type or scan it: absolute, from the address this page
+    was reached at (the instructor's own view; a class's other pages never carry it)."""
+    return (
+        f"{request.url.scheme}://{request.url.netloc}{route_path(request, 'join_code', code=code)}"
+    )
+
+
+def host_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
+    return {
+        "request": request,
+        "snapshot": snapshot,
+        "status": status(snapshot),
+        "distribution": distribution(snapshot),
+        "roster": roster(snapshot),
+        "lab": shared_lab(snapshot.lab_query, lesson_path(request, snapshot)),
+        "projected": shared_lab(snapshot.screen_query, lesson_path(request, snapshot)),
+    }
+
+
+def screen_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
+    shown = distribution(snapshot)
+    revealed = snapshot.phase == "revealed"
+    return {
+        "request": request,
+        "code": snapshot.code,
+        "status": status(snapshot),
+        "ended": snapshot.ended,
+        "question": snapshot.question,
+        "distribution": shown if (revealed or snapshot.show_live) else None,
+        "answered": shown.summary if shown else "",
+        "revealed": revealed,
+        "joined": len(snapshot.students),
+        "projected": shared_lab(snapshot.screen_query, lesson_path(request, snapshot)),
+    }
+
+
+def student_context(request: Request, snapshot: Snapshot, student: Student) -> dict[str, Any]:
+    return {
+        "request": request,
+        "code": snapshot.code,
+        "ended": snapshot.ended,
+        "view": student_view(snapshot, student),
+        "lab": shared_lab(snapshot.lab_query, lesson_path(request, snapshot)),
+        "own_lab": shared_lab(student.shared_query, lesson_path(request, snapshot)),
+    }
+
+
+def render(name: str, context: dict[str, Any]) -> str:
+    return templates.get_template(name).render(context)
+
+
+def page(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> Response:
+    context.setdefault("request", request)
+    response = HTMLResponse(render(name, context), status_code=status_code)
+    response.headers["Cache-Control"] = NO_STORE
+    return response
+
+
+def host_page(request: Request, snapshot: Snapshot, **extra: Any) -> dict[str, Any]:
+    """The dashboard's whole context: the live part plus the controls and the links."""
+    return {
+        **host_context(request, snapshot),
+        "join_url": join_url(request, snapshot.code),
+        "qr": qr_svg(join_url(request, snapshot.code)),
+        "cohost_url": (
+            f"{request.url.scheme}://{request.url.netloc}"
+            f"{route_path(request, 'class_host', code=snapshot.code)}?key={snapshot.host_token}"
+        ),
+        "questions": snapshot.lesson.rendered.questions,
+        **extra,
+    }

@@ -1,0 +1,275 @@
+"""The live classes on disk: SQLAlchemy 2 models and every query the class makes.
+
+The database is the truth (ClassQuiz, PrairieLearn): an answer is stored before anyone is told,
+and every change bumps its class's ``version`` in the same transaction, which is what another
+worker polls for (app/live/broker.py). SQLite by default, in the data folder; any database
+SQLAlchemy reaches with an async driver works through the same queries and one Alembic history.
+"""
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    ForeignKey,
+    Index,
+    String,
+    UniqueConstraint,
+    delete,
+    event,
+    func,
+    select,
+    update,
+)
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.pool import ConnectionPoolEntry
+
+SQLITE_FILE = "classes.sqlite3"
+PHASES = ("open", "paused", "revealed")
+
+
+def now() -> datetime:
+    """UTC now, to the second: what the export writes (ISO 8601)."""
+    return datetime.now(UTC).replace(microsecond=0, tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class LiveClass(Base):
+    """One class: its code, the lesson it follows, and what everyone's page shows now."""
+
+    __tablename__ = "live_classes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    code: Mapped[str] = mapped_column(String(6), unique=True)
+    lesson: Mapped[str] = mapped_column(String(200))
+    host_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(index=True)
+    ended_at: Mapped[datetime | None] = mapped_column(default=None)
+    question: Mapped[str | None] = mapped_column(String(200), default=None)
+    phase: Mapped[str] = mapped_column(String(10), default="open")
+    show_live: Mapped[bool] = mapped_column(default=False)
+    lab_query: Mapped[str] = mapped_column(String(20_000), default="")
+    screen_query: Mapped[str] = mapped_column(String(20_000), default="")
+    version: Mapped[int] = mapped_column(default=1)
+
+
+class Participant(Base):
+    """A student in one class; ``token`` (in their signed cookie) brings them back as themselves."""
+
+    __tablename__ = "live_participants"
+    __table_args__ = (UniqueConstraint("class_id", "nickname_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    class_id: Mapped[int] = mapped_column(ForeignKey("live_classes.id", ondelete="CASCADE"))
+    nickname: Mapped[str] = mapped_column(String(100))
+    nickname_key: Mapped[str] = mapped_column(String(100))
+    token: Mapped[str] = mapped_column(String(64), unique=True)
+    joined_at: Mapped[datetime]
+    shared_query: Mapped[str] = mapped_column(String(20_000), default="")
+
+
+class Answer(Base):
+    """A student's answer to one question: the last one they sent while answering was open."""
+
+    __tablename__ = "live_answers"
+    __table_args__ = (
+        UniqueConstraint("participant_id", "question"),
+        Index("ix_live_answers_class_question", "class_id", "question"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    class_id: Mapped[int] = mapped_column(ForeignKey("live_classes.id", ondelete="CASCADE"))
+    participant_id: Mapped[int] = mapped_column(
+        ForeignKey("live_participants.id", ondelete="CASCADE")
+    )
+    question: Mapped[str] = mapped_column(String(200))
+    choice: Mapped[int]
+    correct: Mapped[bool]
+    answered_at: Mapped[datetime]
+
+
+# ---- the engine ---------------------------------------------------------------------------
+
+
+def database_url(configured: str, data_dir: Path) -> str:
+    """The configured URL, else SQLite in the data folder."""
+    return configured or f"sqlite+aiosqlite:///{data_dir / SQLITE_FILE}"
+
+
+def _sqlite_pragmas(connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
+    # WAL: readers (every stream's snapshot) never wait for the writer; NORMAL is durable
+    # across a crash of the server (not of the machine) at a fraction of FULL's fsyncs.
+    # Foreign keys: a deleted class takes its students and answers with it.
+    cursor = connection.cursor()
+    for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON"):
+        cursor.execute(f"PRAGMA {pragma}")
+    cursor.close()
+
+
+def make_engine(url: str) -> AsyncEngine:
+    """An async engine; for SQLite with the pragmas above and a long busy wait (several workers
+    write one file: a writer waits its turn rather than failing)."""
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url, connect_args={"timeout": 30})
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_async_engine(url, pool_pre_ping=True)
+
+
+class Store:
+    """The engine and its sessions: one session per operation, committed or rolled back whole."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        async with self._sessions() as session, session.begin():
+            yield session
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+
+# ---- queries ------------------------------------------------------------------------------
+
+
+async def class_by_code(session: AsyncSession, code: str) -> LiveClass | None:
+    return (
+        await session.execute(select(LiveClass).where(LiveClass.code == code))
+    ).scalar_one_or_none()
+
+
+async def count_classes(session: AsyncSession) -> int:
+    return (await session.execute(select(func.count(LiveClass.id)))).scalar_one()
+
+
+async def bump(session: AsyncSession, class_id: int, **values: Any) -> None:
+    """Change the class row and its version together: the version tells the other workers."""
+    await session.execute(
+        update(LiveClass)
+        .where(LiveClass.id == class_id)
+        .values(version=LiveClass.version + 1, **values)
+    )
+
+
+async def participant_by_token(
+    session: AsyncSession, class_id: int, token: str
+) -> Participant | None:
+    return (
+        await session.execute(
+            select(Participant).where(Participant.class_id == class_id, Participant.token == token)
+        )
+    ).scalar_one_or_none()
+
+
+async def participant_by_id(
+    session: AsyncSession, class_id: int, participant_id: int
+) -> Participant | None:
+    return (
+        await session.execute(
+            select(Participant).where(
+                Participant.class_id == class_id, Participant.id == participant_id
+            )
+        )
+    ).scalar_one_or_none()
+
+
+async def nickname_taken(session: AsyncSession, class_id: int, key: str) -> bool:
+    found = await session.execute(
+        select(Participant.id).where(
+            Participant.class_id == class_id, Participant.nickname_key == key
+        )
+    )
+    return found.first() is not None
+
+
+async def answer_of(session: AsyncSession, participant_id: int, question: str) -> Answer | None:
+    return (
+        await session.execute(
+            select(Answer).where(
+                Answer.participant_id == participant_id, Answer.question == question
+            )
+        )
+    ).scalar_one_or_none()
+
+
+@dataclass(frozen=True, slots=True)
+class Roster:
+    """Every student of a class with their answers: what a snapshot is built from."""
+
+    participants: tuple[Participant, ...]
+    answers: tuple[Answer, ...]
+
+
+async def roster(session: AsyncSession, class_id: int) -> Roster:
+    participants = (
+        await session.execute(
+            select(Participant)
+            .where(Participant.class_id == class_id)
+            .order_by(Participant.joined_at, Participant.id)
+        )
+    ).scalars()
+    answers = (
+        await session.execute(select(Answer).where(Answer.class_id == class_id).order_by(Answer.id))
+    ).scalars()
+    return Roster(tuple(participants), tuple(answers))
+
+
+async def export_rows(session: AsyncSession, class_id: int) -> Sequence[tuple[str, Answer]]:
+    """``(nickname, answer)`` for every answer of the class, by student then time."""
+    rows = await session.execute(
+        select(Participant.nickname, Answer)
+        .join(Answer, Answer.participant_id == Participant.id)
+        .where(Answer.class_id == class_id)
+        .order_by(Participant.joined_at, Participant.id, Answer.answered_at, Answer.id)
+    )
+    return [(nickname, answer) for nickname, answer in rows]
+
+
+async def versions(session: AsyncSession, class_ids: Sequence[int]) -> dict[int, int]:
+    """The version of each class still there (a deleted one is missing)."""
+    rows = await session.execute(
+        select(LiveClass.id, LiveClass.version).where(LiveClass.id.in_(class_ids))
+    )
+    return {row[0]: row[1] for row in rows.all()}
+
+
+async def purge(session: AsyncSession, retention_days: float) -> int:
+    """Delete every class older than ``retention_days`` (students and answers go with it)."""
+    before = now() - timedelta(days=retention_days)
+    doomed = (
+        await session.execute(select(LiveClass.id).where(LiveClass.created_at < before))
+    ).scalars()
+    ids = list(doomed)
+    if ids:
+        # Explicitly, not only by cascade: a database without enforced foreign keys keeps none.
+        await session.execute(delete(Answer).where(Answer.class_id.in_(ids)))
+        await session.execute(delete(Participant).where(Participant.class_id.in_(ids)))
+        await session.execute(delete(LiveClass).where(LiveClass.id.in_(ids)))
+    return len(ids)
+
+
+async def delete_class(session: AsyncSession, class_id: int) -> None:
+    await session.execute(delete(Answer).where(Answer.class_id == class_id))
+    await session.execute(delete(Participant).where(Participant.class_id == class_id))
+    await session.execute(delete(LiveClass).where(LiveClass.id == class_id))
+
+
+async def remove_participant(session: AsyncSession, participant_id: int) -> None:
+    await session.execute(delete(Answer).where(Answer.participant_id == participant_id))
+    await session.execute(delete(Participant).where(Participant.id == participant_id))

@@ -1,0 +1,558 @@
+"""The live class through the real app (TestClient runs its lifespan: migrations, purge) on a
+real SQLite file in a temporary data folder: joins, host-only pages, cross-site refusal, the
+question's life (ask, answer, pause, reveal), export, retention and a restart."""
+
+import asyncio
+import csv
+import io
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup, Tag
+from fastapi.testclient import TestClient
+
+from app.lesson.loader import load_lesson
+from app.lesson.quiz import Question
+from app.lesson.render import render_lesson
+from app.live.access import ParticipantKey, stable_key, student_cookie
+from app.live.codes import ALPHABET, LENGTH, new_code, read_code
+from app.live.export import neutral
+from app.live.store import SQLITE_FILE
+from app.main import create_app
+from app.settings import Settings
+from tests.conftest import ROOT
+
+KEY = "test-live-key"
+
+
+def questions() -> list[Question]:
+    lesson = render_lesson(load_lesson(Settings().lesson_path))
+    return [item.question for item in lesson.questions]
+
+
+def wrong(question: Question) -> int:
+    return next(n for n, _ in question.choices if n != question.answer_number)
+
+
+def settings_for(data_dir: Path, **extra: object) -> Settings:
+    return Settings(data_dir=data_dir, secret_key=KEY, confirm_enabled=False, **extra)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def app_client(data_dir: Path) -> Iterator[TestClient]:
+    with TestClient(create_app(settings_for(data_dir))) as client:
+        yield client
+
+
+def soup(html: str) -> BeautifulSoup:
+    return BeautifulSoup(html, "html.parser")
+
+
+def start_class(client: TestClient) -> str:
+    started = client.post("/class/new", follow_redirects=False)
+    assert started.status_code == 303, started.text[:300]
+    location = started.headers["location"]
+    assert location.startswith("/class/")
+    assert location.endswith("/host")
+    cookie = started.headers["set-cookie"]
+    assert "httponly" in cookie.lower()
+    return location.split("/")[2]
+
+
+def student(host: TestClient, code: str, nickname: str) -> TestClient:
+    """A second browser: the same app, its own cookies."""
+    client = TestClient(host.app)
+    joined = client.post("/join", data={"code": code, "nickname": nickname}, follow_redirects=False)
+    assert joined.status_code == 303, joined.text[:300]
+    assert joined.headers["location"] == f"/class/{code.upper()}"
+    return client
+
+
+def node(html: str, selector: str) -> Tag:
+    found = soup(html).select_one(selector)
+    assert found is not None, f"no {selector} in the page"
+    return found
+
+
+def words(tag: Tag) -> str:
+    return " ".join(tag.get_text(" ", strip=True).split())
+
+
+# ---- codes --------------------------------------------------------------------------------
+
+
+def test_codes_avoid_look_alikes_and_read_case_insensitively() -> None:
+    assert not set("0O1IL") & set(ALPHABET)
+    for _ in range(200):
+        code = new_code()
+        assert len(code) == LENGTH
+        assert set(code) <= set(ALPHABET)
+        assert read_code(code.lower()) == code
+        assert read_code(f" {code[:3]}-{code[3:].lower()} ") == code
+    assert read_code("ABCDE0") is None  # a zero is never in a code
+    assert read_code("ABCDE") is None
+
+
+# ---- joining ------------------------------------------------------------------------------
+
+
+def test_bad_joins_say_why_beside_the_field(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    student(app_client, code, "Ada")
+    cases = [
+        ({"code": code, "nickname": "   "}, 422, "nickname"),
+        ({"code": code, "nickname": "x" * 25}, 422, "nickname"),
+        ({"code": code, "nickname": "  aDA "}, 409, "nickname"),  # taken, case and spaces aside
+        ({"code": "ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY", "nickname": "Bo"}, 404, "code"),
+        ({"code": "hello!", "nickname": "Bo"}, 404, "code"),
+    ]
+    for form, status, field in cases:
+        fresh = TestClient(app_client.app)
+        answer = fresh.post("/join", data=form, follow_redirects=False)
+        assert answer.status_code == status, (form, answer.status_code)
+        page = soup(answer.text)
+        error = page.select_one(f"#{field}-error")
+        assert error is not None, (form, answer.text[-800:])
+        assert error.get_text(strip=True)
+        field_input = page.select_one(f"input#{field}")
+        assert field_input is not None
+        assert field_input.get("aria-invalid") == "true"
+        # What the student typed is kept in the form, escaped.
+        assert page.select_one("input#nickname")["value"] == form["nickname"]  # type: ignore[index]
+    # 24 characters after trimming are fine.
+    student(app_client, code.lower(), f"  {'y' * 24}  ")
+
+
+def test_join_form_from_the_qr_address_has_the_code(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    page = app_client.get(f"/join/{code.lower()}")
+    assert page.status_code == 200
+    assert node(page.text, "input#code")["value"] == code
+
+
+def test_an_unknown_class_is_an_html_404(app_client: TestClient) -> None:
+    for path in ("/class/ABCDEF", "/class/ABCDEF/host", "/class/nope/screen"):
+        answer = app_client.get(path)
+        assert answer.status_code == 404
+        assert answer.headers["content-type"].startswith("text/html")
+        assert soup(answer.text).select_one("h1") is not None
+
+
+# ---- who may do what ----------------------------------------------------------------------
+
+HOST_GETS = ["host", "screen", "export.csv", "events?view=host", "events?view=screen"]
+HOST_POSTS = [
+    "ask",
+    "pause",
+    "resume",
+    "reveal",
+    "show",
+    "lab",
+    "project",
+    "remove",
+    "end",
+    "delete",
+]
+
+
+def test_every_host_url_refuses_anyone_without_the_host_cookie(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    pupil = student(app_client, code, "Ada")
+    stranger = TestClient(app_client.app)
+    for client in (pupil, stranger):
+        for path in HOST_GETS:
+            assert client.get(f"/class/{code}/{path}").status_code == 403, path
+        for path in HOST_POSTS:
+            answer = client.post(f"/class/{code}/{path}", data={"question": questions()[0].id})
+            assert answer.status_code == 403, path
+    # The host of another class is a stranger here.
+    other = TestClient(app_client.app)
+    start_class(other)
+    assert other.get(f"/class/{code}/host").status_code == 403
+    # The class is untouched.
+    assert app_client.get(f"/class/{code}/host").status_code == 200
+
+
+def test_a_forged_host_cookie_is_refused(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    forger = TestClient(app_client.app)
+    forger.cookies.set(f"atlas-host-{code}", app_client.cookies[f"atlas-host-{code}"] + "x")
+    assert forger.get(f"/class/{code}/host").status_code == 403
+
+
+def test_the_cohost_link_lets_another_device_in(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    link = node(app_client.get(f"/class/{code}/host").text, "#cohost-url")["value"]
+    assert isinstance(link, str)
+    assert "?key=" in link
+    path = link.split("://", 1)[1].split("/", 1)[1]
+    cohost = TestClient(app_client.app)
+    assert cohost.get(f"/{path}x").status_code == 403
+    entered = cohost.get(f"/{path}", follow_redirects=False)
+    assert entered.status_code == 303
+    assert entered.headers["location"] == f"/class/{code}/host"
+    assert cohost.get(f"/class/{code}/host").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "https://evil.example"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Origin": "null"},
+    ],
+)
+def test_cross_site_posts_are_refused(app_client: TestClient, headers: dict[str, str]) -> None:
+    code = start_class(app_client)
+    pupil = student(app_client, code, "Ada")
+    first = questions()[0]
+    attempts = [
+        (TestClient(app_client.app), "/class/new", {}),
+        (TestClient(app_client.app), "/join", {"code": code, "nickname": "Eve"}),
+        (app_client, f"/class/{code}/ask", {"question": first.id}),
+        (app_client, f"/class/{code}/delete", {}),
+        (pupil, f"/class/{code}/answer", {"question": first.id, "choice": "1"}),
+    ]
+    for client, path, form in attempts:
+        answer = client.post(path, data=form, headers=headers, follow_redirects=False)
+        assert answer.status_code == 403, path
+    # Nothing changed: no question asked, no Eve, the class still there.
+    page = app_client.get(f"/class/{code}/host")
+    assert page.status_code == 200
+    assert node(page.text, "#participant-count").get_text() == "1"
+    assert "No question asked yet." in page.text
+
+
+# ---- a question's life --------------------------------------------------------------------
+
+
+def test_ask_answer_reveal(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    first = questions()[0]
+    ada, bo, cy = (student(app_client, code, name) for name in ("Ada", "Bo", "Cy"))
+    unknown = app_client.post(f"/class/{code}/ask", data={"question": "no-such-section"})
+    assert unknown.status_code == 422
+    assert node(unknown.text, "#question-error").get_text(strip=True)
+
+    assert app_client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+    page = ada.get(f"/class/{code}")
+    radios = soup(page.text).select("#class-question input[type=radio][name=choice]")
+    assert [r["value"] for r in radios] == [str(n) for n, _ in first.choices]
+
+    right, other = str(first.answer_number), str(wrong(first))
+    for client, choice in ((ada, other), (bo, right), (cy, other)):
+        sent = client.post(f"/class/{code}/answer", data={"question": first.id, "choice": choice})
+        assert sent.status_code == 200
+    # Ada changes her mind while answering is open: her last answer counts.
+    ada.post(f"/class/{code}/answer", data={"question": first.id, "choice": right})
+    bad = bo.post(f"/class/{code}/answer", data={"question": first.id, "choice": "99"})
+    assert bad.status_code == 422
+
+    host = app_client.get(f"/class/{code}/host").text
+    assert node(host, "#participant-count").get_text() == "3"
+    assert node(host, "#answer-count").get_text() == "3"
+    counts = {li["data-choice"]: int(li["data-count"]) for li in soup(host).select("[data-choice]")}  # type: ignore[arg-type]
+    expected = {str(n): 0 for n, _ in first.choices}
+    expected[right] += 2
+    expected[other] += 1
+    assert counts == expected
+
+    # Before the reveal a student sees no verdict.
+    assert soup(cy.get(f"/class/{code}").text).select_one("#class-verdict") is None
+    app_client.post(f"/class/{code}/pause")
+    paused = cy.post(f"/class/{code}/answer", data={"question": first.id, "choice": right})
+    assert paused.status_code == 409
+    assert "paused" in paused.text
+    app_client.post(f"/class/{code}/resume")
+    app_client.post(f"/class/{code}/reveal")
+    late = cy.post(f"/class/{code}/answer", data={"question": first.id, "choice": right})
+    assert late.status_code == 409
+    assert "revealed" in words(node(late.text, ".live-error"))
+    for client, correct in ((ada, "true"), (bo, "true"), (cy, "false")):
+        verdict = node(client.get(f"/class/{code}").text, "#class-verdict")
+        assert verdict["data-correct"] == correct
+        assert verdict.select_one(".reasoning") is not None
+
+    # The next question: answering opens again, with nothing answered yet.
+    second = questions()[1]
+    app_client.post(f"/class/{code}/ask", data={"question": second.id})
+    assert node(app_client.get(f"/class/{code}/host").text, "#answer-count").get_text() == "0"
+    stale = ada.post(f"/class/{code}/answer", data={"question": first.id, "choice": right})
+    assert stale.status_code == 409
+
+
+def test_nicknames_are_escaped_everywhere_and_never_projected(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    nasty = "<x-evil>Eve</x-evil>"
+    pupil = student(app_client, code, nasty)
+    app_client.post(f"/class/{code}/ask", data={"question": questions()[0].id})
+    for html in (app_client.get(f"/class/{code}/host").text, pupil.get(f"/class/{code}").text):
+        assert nasty not in html
+        assert soup(html).find("x-evil") is None
+        assert any(nasty == tag.get_text() for tag in soup(html).select(".live-nickname"))
+    screen = app_client.get(f"/class/{code}/screen").text
+    assert "Eve" not in screen
+    assert "x-evil" not in screen
+
+
+def test_a_removed_student_and_their_answers_are_gone(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    first = questions()[0]
+    rude = student(app_client, code, "Rude")
+    student(app_client, code, "Kind")
+    app_client.post(f"/class/{code}/ask", data={"question": first.id})
+    rude.post(f"/class/{code}/answer", data={"question": first.id, "choice": "1"})
+    host = app_client.get(f"/class/{code}/host").text
+    row = next(r for r in soup(host).select("tbody tr") if "Rude" in r.get_text())
+    who = row.select_one("form[action$='/remove'] input[name=participant]")["value"]  # type: ignore[index]
+    assert app_client.post(f"/class/{code}/remove", data={"participant": who}).status_code == 200
+    host = app_client.get(f"/class/{code}/host").text
+    assert "Rude" not in host
+    assert node(host, "#answer-count").get_text() == "0"
+    assert "Rude" not in app_client.get(f"/class/{code}/export.csv").text
+    # Their page sends them back to the join form.
+    back = rude.get(f"/class/{code}", follow_redirects=False)
+    assert back.status_code == 303
+    assert back.headers["location"] == f"/join/{code}"
+
+
+def test_the_shared_lab_state_shows_the_lessons_numbers(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    pupil = student(app_client, code, "Ada")
+    state = {"counts": "2,6", "means": "1,3", "eta": "0.1", "w": "10"}
+    bad = app_client.post(f"/class/{code}/lab", data={**state, "eta": "fast"})
+    assert bad.status_code == 422
+    assert node(bad.text, "#eta-error").get_text(strip=True)
+    assert node(bad.text, "#lab-eta")["value"] == "fast"
+    assert app_client.post(f"/class/{code}/lab", data=state).status_code == 200
+    lab = node(pupil.get(f"/class/{code}").text, "#class-lab")
+    # Exact: g = (2·1 + 6·3)/8 = 5/2, the rank mean (1 + 3)/2 = 2; w_new = 10 - η·g.
+    counts, means = [2, 6], [1, 3]
+    g = sum(Fraction(n) * m for n, m in zip(counts, means, strict=True)) / sum(counts)
+    eta, w = Fraction(1, 10), Fraction(10)
+    figures = {dd["data-value"]: dd.get_text(strip=True) for dd in lab.select("dd")}
+    assert Fraction(figures["g"]) == g == Fraction(5, 2)
+    assert Fraction(figures["rank-mean"]) == Fraction(2)
+    assert Fraction(figures["w-new"]) == w - eta * g == Fraction(39, 4)  # 9.75
+    assert Fraction(figures["w-new-rank-mean"]) == Fraction(49, 5)  # 9.8
+    link = lab.select_one("a")
+    assert link is not None
+    assert "counts=2" in str(link["href"])
+    assert "#lab" in str(link["href"])
+    opened = pupil.get(str(link["href"]))
+    assert opened.status_code == 200
+
+
+def test_a_students_shared_state_goes_on_the_projector_without_their_name(
+    app_client: TestClient,
+) -> None:
+    code = start_class(app_client)
+    pupil = student(app_client, code, "Zelda")
+    shared = pupil.post(
+        f"/class/{code}/share", data={"counts": "1,3", "means": "2,2", "eta": "0.5", "w": "1"}
+    )
+    assert shared.status_code == 200
+    host = app_client.get(f"/class/{code}/host").text
+    who = node(host, "form[action$='/project'] input[name=participant]")["value"]
+    assert app_client.post(f"/class/{code}/project", data={"participant": who}).status_code == 200
+    screen = app_client.get(f"/class/{code}/screen").text
+    # Both ranks' means are 2, so g = 2 and w_new = 1 - 0.5·2 = 0.
+    figures = {dd["data-value"]: dd.get_text(strip=True) for dd in soup(screen).select("dd")}
+    assert Fraction(figures["g"]) == 2
+    assert Fraction(figures["w-new"]) == 0
+    assert "Zelda" not in screen
+
+
+def test_the_projector_shows_the_distribution_only_when_told(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    first = questions()[0]
+    pupil = student(app_client, code, "Ada")
+    app_client.post(f"/class/{code}/ask", data={"question": first.id})
+    pupil.post(f"/class/{code}/answer", data={"question": first.id, "choice": "1"})
+    assert not soup(app_client.get(f"/class/{code}/screen").text).select("[data-choice]")
+    app_client.post(f"/class/{code}/show", data={"shown": "1"})
+    live = soup(app_client.get(f"/class/{code}/screen").text).select("[data-choice]")
+    assert next(int(li["data-count"]) for li in live) == 1  # type: ignore[arg-type]
+    assert not soup(app_client.get(f"/class/{code}/screen").text).select(".live-bar-correct")
+    app_client.post(f"/class/{code}/reveal")
+    assert soup(app_client.get(f"/class/{code}/screen").text).select(".live-bar-correct")
+
+
+def test_an_ended_class_takes_no_joins_or_answers_and_delete_removes_it(
+    app_client: TestClient,
+) -> None:
+    code = start_class(app_client)
+    first = questions()[0]
+    pupil = student(app_client, code, "Ada")
+    app_client.post(f"/class/{code}/ask", data={"question": first.id})
+    app_client.post(f"/class/{code}/end")
+    late = TestClient(app_client.app).post("/join", data={"code": code, "nickname": "Late"})
+    assert late.status_code == 409
+    answer = pupil.post(f"/class/{code}/answer", data={"question": first.id, "choice": "1"})
+    assert answer.status_code == 409
+    assert app_client.get(f"/class/{code}/export.csv").status_code == 200
+    gone = app_client.post(f"/class/{code}/delete", follow_redirects=False)
+    assert gone.status_code == 303
+    assert app_client.get(f"/class/{code}/host").status_code == 404
+    assert pupil.get(f"/class/{code}").status_code == 404
+
+
+# ---- export -------------------------------------------------------------------------------
+
+
+def test_export_has_one_row_per_student_per_answered_question(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    first, second = questions()[:2]
+    names = ['=HYPERLINK("http://x")', "+1", "-2", "@SUM(A1)", 'Plain, "quoted"']
+    pupils = [student(app_client, code, name) for name in names]
+    before = datetime.now(UTC).replace(microsecond=0)
+    for question in (first, second):
+        app_client.post(f"/class/{code}/ask", data={"question": question.id})
+        for pupil in pupils[:3]:
+            pupil.post(
+                f"/class/{code}/answer",
+                data={"question": question.id, "choice": str(question.answer_number)},
+            )
+    pupils[3].post(
+        f"/class/{code}/answer", data={"question": second.id, "choice": str(wrong(second))}
+    )
+    exported = app_client.get(f"/class/{code}/export.csv")
+    assert exported.status_code == 200
+    assert exported.headers["content-type"].startswith("text/csv")
+    rows = list(csv.reader(io.StringIO(exported.text)))
+    assert rows[0] == ["nickname", "question", "choice", "correct", "answered_at"]
+    body = rows[1:]
+    assert len(body) == 3 * 2 + 1
+    for nickname, question_id, choice, correct, answered_at in body:
+        assert nickname[0] not in "=+-@", nickname
+        assert nickname.lstrip("'") in names
+        question = next(q for q in questions() if q.id == question_id)
+        assert correct == ("true" if int(choice) == question.answer_number else "false")
+        moment = datetime.strptime(answered_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        assert before - timedelta(seconds=1) <= moment <= datetime.now(UTC) + timedelta(seconds=1)
+    assert {row[0] for row in body} == {neutral(n) for n in names[:4]}
+    assert ["'@SUM(A1)", second.id, str(wrong(second)), "false"] == body[-1][:4]
+
+
+def test_neutral_cells() -> None:
+    for cell in ("=1+1", "+1", "-1", "@A1", "\t=1", "\r=1"):
+        assert neutral(cell) == "'" + cell
+    for cell in ("Ada", "1-2", "a=b", ""):
+        assert neutral(cell) == cell
+
+
+# ---- on disk ------------------------------------------------------------------------------
+
+
+def test_a_restart_keeps_every_class_student_and_answer(data_dir: Path) -> None:
+    first = questions()[0]
+    with TestClient(create_app(settings_for(data_dir))) as host:
+        code = start_class(host)
+        pupil = student(host, code, "Ada")
+        host.post(f"/class/{code}/ask", data={"question": first.id})
+        pupil.post(f"/class/{code}/answer", data={"question": first.id, "choice": "1"})
+        host_cookies, pupil_cookies = dict(host.cookies), dict(pupil.cookies)
+    with TestClient(create_app(settings_for(data_dir))) as again:
+        again.cookies.update(host_cookies)
+        page = again.get(f"/class/{code}/host")
+        assert page.status_code == 200
+        assert node(page.text, "#participant-count").get_text() == "1"
+        assert node(page.text, "#answer-count").get_text() == "1"
+        back = TestClient(again.app)
+        back.cookies.update(pupil_cookies)
+        mine = back.get(f"/class/{code}")
+        assert mine.status_code == 200
+        assert soup(mine.text).select_one("input[name=choice][value='1']").has_attr("checked")  # type: ignore[union-attr]
+
+
+def _age(data_dir: Path, code: str, days: float) -> None:
+    with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+        old = (datetime.now(UTC) - timedelta(days=days)).replace(tzinfo=None)
+        db.execute(
+            "UPDATE live_classes SET created_at = ? WHERE code = ?", (old.isoformat(" "), code)
+        )
+
+
+def test_classes_past_retention_are_deleted_on_start(data_dir: Path) -> None:
+    with TestClient(create_app(settings_for(data_dir, class_retention_days=2))) as host:
+        old, young = start_class(host), start_class(host)
+        student(host, old, "Ada")
+        cookies = dict(host.cookies)
+    _age(data_dir, old, 3)
+    _age(data_dir, young, 1)
+    with TestClient(create_app(settings_for(data_dir, class_retention_days=2))) as again:
+        again.cookies.update(cookies)
+        assert again.get(f"/class/{old}/host").status_code == 404
+        assert again.get(f"/class/{young}/host").status_code == 200
+    with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+        assert db.execute("SELECT count(*) FROM live_participants").fetchone() == (0,)
+
+
+def test_python_m_app_purge_deletes_old_classes_on_demand(data_dir: Path) -> None:
+    with TestClient(create_app(settings_for(data_dir))) as host:
+        code = start_class(host)
+    _age(data_dir, code, 31)
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "purge"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "ATLAS_DATA_DIR": str(data_dir), "ATLAS_SECRET_KEY": KEY},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "deleted 1 class" in done.stdout
+    with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+        assert db.execute("SELECT count(*) FROM live_classes").fetchone() == (0,)
+
+
+def test_starting_without_a_password_is_limited(data_dir: Path) -> None:
+    with TestClient(create_app(settings_for(data_dir, class_limit=2))) as host:
+        start_class(host)
+        start_class(host)
+        refused = host.post("/class/new", follow_redirects=False)
+        assert refused.status_code == 429
+        assert "ATLAS_INSTRUCTOR_PASSWORD" in refused.text
+
+
+def test_starting_asks_for_the_password_when_one_is_set(data_dir: Path) -> None:
+    with TestClient(create_app(settings_for(data_dir, instructor_password="s3cret"))) as host:
+        assert soup(host.get("/class/new").text).select_one("input#password") is not None
+        wrong_one = host.post("/class/new", data={"password": "guess"}, follow_redirects=False)
+        assert wrong_one.status_code == 403
+        assert node(wrong_one.text, "#password-error").get_text(strip=True)
+        right = host.post("/class/new", data={"password": "s3cret"}, follow_redirects=False)
+        assert right.status_code == 303
+
+
+def test_a_students_requests_carry_their_key(app_client: TestClient) -> None:
+    """ParticipantKey gives each student's requests (the lesson's too) a key of their own."""
+    code = start_class(app_client)
+    pupil = student(app_client, code, "Ada")
+    seen: list[object] = []
+
+    async def inner(scope, receive, send):  # type: ignore[no-untyped-def]
+        seen.append(scope.get("state", {}).get("participant"))
+
+    middleware = ParticipantKey(inner, KEY)
+    cookie = f"{student_cookie(code)}={pupil.cookies[student_cookie(code)]}"
+    for header in (cookie, f"{student_cookie(code)}=forged", "other=1"):
+        scope = {"type": "http", "headers": [(b"cookie", header.encode())]}
+        asyncio.run(middleware(scope, None, None))  # type: ignore[arg-type]
+    key, forged, none = seen
+    assert isinstance(key, str)
+    assert key.startswith("student-")
+    assert forged is None
+    assert none is None
+    assert key != stable_key("another-token")

@@ -1,0 +1,207 @@
+"""The live class's stream through a real server (``python -m app`` on loopback): the current
+state first, then each change; with two workers, a change made through one reaches a stream held
+by the other (through the database's change counter)."""
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from bs4 import BeautifulSoup
+
+from app.lesson.quiz import Question
+from bench._procs import uvicorn_workers
+from bench._servers import Server, free_port, launch, stop
+from bench._sse import Event, read_events
+from tests.test_live import questions
+
+KEY = "test-live-server-key"
+
+
+def start(data_dir: Path, workers: int) -> Server:
+    port = free_port()
+    env = {
+        **os.environ,
+        "ATLAS_DATA_DIR": str(data_dir),
+        "ATLAS_SECRET_KEY": KEY,
+        "ATLAS_CONFIRM_ENABLED": "false",
+    }
+    command = [sys.executable, "-m", "app", "--port", str(port), "--workers", str(workers)]
+    return launch([*command, "--log-level", "warning"], port=port, ready_path="/healthz", env=env)
+
+
+def serving(tmp_path: Path, workers: int) -> Iterator[Server]:
+    server = start(tmp_path / "data", workers)
+    try:
+        yield server
+    finally:
+        stop(server)
+
+
+@pytest.fixture
+def one_worker(tmp_path: Path) -> Iterator[Server]:
+    yield from serving(tmp_path, 1)
+
+
+@pytest.fixture
+def two_workers(tmp_path: Path) -> Iterator[Server]:
+    yield from serving(tmp_path, 2)
+
+
+async def start_class(client: httpx.AsyncClient) -> str:
+    started = await client.post("/class/new")
+    assert started.status_code == 303
+    return started.headers["location"].split("/")[2]
+
+
+async def join(url: str, code: str, nickname: str) -> httpx.AsyncClient:
+    client = httpx.AsyncClient(base_url=url, timeout=30)
+    joined = await client.post("/join", data={"code": code, "nickname": nickname})
+    assert joined.status_code == 303, joined.text[:200]
+    return client
+
+
+def question_of(event: Event) -> str | None:
+    node = BeautifulSoup(event.data, "html.parser").select_one(
+        "#class-question input[name=question]"
+    )
+    return str(node["value"]) if node is not None else None
+
+
+async def next_event(events: "asyncio.Queue[Event]", timeout: float = 5.0) -> Event:
+    return await asyncio.wait_for(events.get(), timeout)
+
+
+async def until(events: "asyncio.Queue[Event]", seen: "Callable[[Event], bool]") -> Event:
+    """The first event for which ``seen`` holds, within 5 s."""
+
+    async def look() -> Event:
+        while True:
+            event = await events.get()
+            if seen(event):
+                return event
+
+    return await asyncio.wait_for(look(), 5.0)
+
+
+async def follow(client: httpx.AsyncClient, path: str, into: "asyncio.Queue[Event]") -> None:
+    async with client.stream("GET", path) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for event in read_events(response):
+            await into.put(event)
+
+
+def test_the_stream_sends_the_current_state_first_then_changes(one_worker: Server) -> None:
+    first: Question = questions()[0]
+
+    async def run() -> None:
+        async with httpx.AsyncClient(base_url=one_worker.url, timeout=30) as host:
+            code = await start_class(host)
+            pupil = await join(one_worker.url, code, "Ada")
+            # Asked before the student's stream opens: the stream's first event shows it.
+            assert (
+                await host.post(f"/class/{code}/ask", data={"question": first.id})
+            ).status_code == 303
+            events: asyncio.Queue[Event] = asyncio.Queue()
+            reader = asyncio.create_task(follow(pupil, f"/class/{code}/events", events))
+            hosted: asyncio.Queue[Event] = asyncio.Queue()
+            watcher = asyncio.create_task(follow(host, f"/class/{code}/events?view=host", hosted))
+            try:
+                now = await next_event(events)
+                assert now.name == "class"
+                assert question_of(now) == first.id
+                count = BeautifulSoup((await next_event(hosted)).data, "html.parser")
+                assert count.select_one("#participant-count").get_text() == "1"  # type: ignore[union-attr]
+
+                await pupil.post(
+                    f"/class/{code}/answer",
+                    data={"question": first.id, "choice": str(first.answer_number)},
+                )
+                await until(hosted, lambda e: 'id="answer-count" class="live-number">1<' in e.data)
+
+                await host.post(f"/class/{code}/reveal")
+                revealed = await until(events, lambda e: "class-verdict" in e.data)
+                verdict = BeautifulSoup(revealed.data, "html.parser").select_one("#class-verdict")
+                assert verdict is not None
+                assert verdict["data-correct"] == "true"
+
+                await host.post(f"/class/{code}/delete")
+                await until(events, lambda e: e.name == "gone")
+            finally:
+                reader.cancel()
+                watcher.cancel()
+                await pupil.aclose()
+
+    asyncio.run(run())
+
+
+def _worker_of(workers: list[int], local_port: int, server_port: int) -> int | None:
+    """The worker process holding the server side of our connection from ``local_port``."""
+    inode = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, remote = fields[1], fields[2]
+            if (
+                int(local.split(":")[1], 16) == server_port
+                and int(remote.split(":")[1], 16) == local_port
+            ):
+                inode = fields[9]
+    if inode is None:
+        return None
+    for pid in workers:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                if os.readlink(fd) == f"socket:[{inode}]":
+                    return pid
+            except OSError:
+                continue
+    return None
+
+
+def test_a_change_through_one_worker_reaches_streams_on_the_other(two_workers: Server) -> None:
+    first = questions()[0]
+    workers = uvicorn_workers(two_workers.process.pid)
+    assert len(workers) == 2
+    port = int(two_workers.url.rsplit(":", 1)[1])
+
+    async def run() -> None:
+        async with httpx.AsyncClient(base_url=two_workers.url, timeout=30) as host:
+            code = await start_class(host)
+            pupils, queues, readers, held = [], [], [], set()
+            # Streams until both workers hold one (the kernel spreads new connections).
+            for n in range(40):
+                pupil = await join(two_workers.url, code, f"student {n}")
+                queue: asyncio.Queue[Event] = asyncio.Queue()
+                readers.append(asyncio.create_task(follow(pupil, f"/class/{code}/events", queue)))
+                await next_event(queue)  # the current state: the stream is open
+                pupils.append(pupil)
+                queues.append(queue)
+                for connection in pupil._transport._pool.connections:  # type: ignore[attr-defined]
+                    stream = connection._connection._network_stream  # type: ignore[union-attr]
+                    local = stream.get_extra_info("socket").getsockname()[1]
+                    held.add(_worker_of(workers, local, port))
+                if set(workers) <= held:
+                    break
+            assert set(workers) <= held, "40 streams all landed on one worker"
+            try:
+                # The ask goes through one worker on a fresh connection; every stream sees it.
+                async with httpx.AsyncClient(
+                    base_url=two_workers.url, cookies=host.cookies
+                ) as once:
+                    assert (
+                        await once.post(f"/class/{code}/ask", data={"question": first.id})
+                    ).status_code == 303
+                for queue in queues:
+                    await until(queue, lambda e: question_of(e) == first.id)
+            finally:
+                for reader in readers:
+                    reader.cancel()
+                for pupil in pupils:
+                    await pupil.aclose()
+
+    asyncio.run(run())
