@@ -136,6 +136,12 @@ def test_the_api_answers_json_even_to_a_browser(web: TestClient, path: str) -> N
     assert "detail" in response.json()
 
 
+def test_only_the_api_prefix_makes_an_address_the_apis(web: TestClient) -> None:
+    error_page(web.get("/learn/api", headers=BROWSER), 404)
+    error_page(web.get("/no/api/here", headers=BROWSER), 404)
+    assert web.get("/api", headers=BROWSER).headers["content-type"] == "application/json"
+
+
 def test_the_confirmations_refusal_is_the_one_handlers(web: TestClient) -> None:
     # Off on this server: 503, JSON (an API path), varying with Accept like every error.
     response = web.post(
@@ -170,6 +176,8 @@ def test_home_follows_the_root_path() -> None:
     app = create_app(Settings(confirm_enabled=False))
     with TestClient(app, root_path="/atlas") as client:
         soup = error_page(client.get("/atlas/no-such-page", headers=BROWSER), 404)
+        api = client.get("/atlas/api/no-such-thing", headers=BROWSER)
+    assert api.headers["content-type"] == "application/json"
     assert home_link(soup) == "/atlas/"
 
 
@@ -193,3 +201,15 @@ def test_a_lessons_api_in_a_course_answers_json(course: TestClient) -> None:
     response = course.get(f"/learn/{GRADIENT}/api/no-such-thing", headers=BROWSER)
     assert response.status_code == 404
     assert response.json() == {"detail": "Not Found"}
+    # Refused by a middleware of the course's outer app, before the lesson's app sees it.
+    refused = course.post(
+        f"/learn/{GRADIENT}/api/gradient",
+        json={"counts": [2, 6]},
+        headers={**BROWSER, "Sec-Fetch-Site": "cross-site"},
+    )
+    assert refused.status_code == 403
+    assert refused.json()["detail"].startswith("Cross-site request refused")
+    page = course.post(
+        f"/learn/{GRADIENT}/quiz", headers={**BROWSER, "Sec-Fetch-Site": "cross-site"}
+    )
+    error_page(page, 403)

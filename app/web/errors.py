@@ -7,6 +7,7 @@ Every other client gets ``{"detail": ...}`` as FastAPI's own errors have it. Bot
 """
 
 import logging
+import re
 from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
@@ -25,11 +26,20 @@ log = logging.getLogger("atlas")
 PATH_CHARS = 80
 
 
+# The JSON API's addresses below the app's root: a lesson's own, or (seen from a course's outer
+# app, as its middleware sees a request) a lesson's of the course.
+_API_PATH = re.compile(r"(/learn/[^/]+)?/api(/|$)")
+
+
 def wants_page(scope: Scope) -> bool:
     """Whether to answer with a page: a browser's navigation (``Accept: text/html``) to an
-    address outside the JSON API (``/api/...``, under a course's lessons too)."""
-    accept = Headers(scope=scope).get("accept", "")
-    return "text/html" in accept and "api" not in scope.get("path", "").split("/")
+    address outside the JSON API (``/api/...``, ``/learn/<slug>/api/...``)."""
+    if "text/html" not in Headers(scope=scope).get("accept", ""):
+        return False
+    path, root = scope.get("path", ""), scope.get("root_path", "")
+    if root and path.startswith(root):
+        path = path[len(root) :]
+    return _API_PATH.match(path) is None
 
 
 def home_path(scope: Scope) -> str:
