@@ -1,20 +1,17 @@
-"""The SGD path's quick arithmetic against plain references: the same floats, the same places.
+"""The SGD chart's quick arithmetic against plain references: the same floats, the same places.
 
-The engine's trajectory and the chart's label placement and coordinates take shortcuts (exact
-integer arithmetic, one BLAS call for all losses, only the curve segments near a label, a table
-of hundredths); each is checked here against the straightforward computation it replaces.
+The chart's label placement and coordinates take shortcuts (only the curve segments near a
+label, a table of hundredths); each is checked here against the straightforward computation it
+replaces.
 """
 
 import math
 import random
 from collections.abc import Sequence
-from fractions import Fraction
 from itertools import pairwise
 
-import numpy as np
 import pytest
 
-from app.engine import EngineError, PathEnds, path_ends, trajectory
 from app.lab.numbers import fmt_distinct
 from app.lab.view import (
     BOTTOM,
@@ -33,163 +30,6 @@ from app.lab.view import (
     place_label,
 )
 from app.lab.worked import _distinct_pair
-from tests.lab_states import as_written
-
-# ---- the engine ------------------------------------------------------------------------------
-
-
-def _reference_numbers(
-    targets: list[list[float]], weights: list[list[float]], eta: float
-) -> tuple[float, float, float, float]:
-    """Fixed points and contractions in Fractions, from the float per-rank sums (each rank's
-    items added in order), as the engine defines them; where every rank is one item (the
-    counts-and-means form), from each count times its target, both as written."""
-    if all(len(ys) == 1 for ys in targets):
-        counts = [as_written(vs[0]) for vs in weights]
-        sums = [n * as_written(ys[0]) for n, ys in zip(counts, targets, strict=True)]
-    else:
-        counts = [Fraction(_in_order(rank)) for rank in weights]
-        sums = [
-            Fraction(_in_order([v * y for y, v in zip(ys, vs, strict=True)]))
-            for ys, vs in zip(targets, weights, strict=True)
-        ]
-    means = [s / n for s, n in zip(sums, counts, strict=True) if n]
-    return (
-        float(sum(sums, Fraction(0)) / sum(counts, Fraction(0))),
-        float(sum(means, Fraction(0)) / len(means)),
-        float(1 - Fraction(eta)),
-        float(1 - Fraction(eta) * Fraction(len(means), len(targets))),
-    )
-
-
-def _in_order(values: list[float]) -> float:
-    total = 0.0
-    for value in values:
-        total += value
-    return total
-
-
-def _random_run(rng: random.Random) -> tuple[list[list[float]], list[list[float]], float]:
-    ranks = rng.randint(1, 8)
-    targets = [[rng.uniform(-50, 50) for _ in range(rng.randint(0, 4))] for _ in range(ranks)]
-    targets[0].append(rng.uniform(-50, 50))
-    weights = [[rng.choice([0.0, 1.0, 3.0, 0.3, rng.uniform(0, 9)]) for _ in t] for t in targets]
-    weights[0][-1] = 1.0
-    return targets, weights, rng.choice([0.1, 0.5, 1.0, 1.5, rng.uniform(0.01, 2.5)])
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_trajectory_numbers_are_the_reference_floats(seed: int) -> None:
-    rng = random.Random(seed)
-    for _ in range(100):
-        targets, weights, eta = _random_run(rng)
-        path = trajectory(targets, weights, eta=eta, w=rng.uniform(-20, 20), steps=12)
-        fixed_global, fixed_rank_mean, factor_global, factor_rank_mean = _reference_numbers(
-            targets, weights, eta
-        )
-        assert path.fixed_point_global == fixed_global
-        assert path.fixed_point_rank_mean == fixed_rank_mean
-        assert path.contraction_global == factor_global
-        assert path.contraction_rank_mean == factor_rank_mean
-        y = np.array([v for rank in targets for v in rank])
-        weight = np.array([v for rank in weights for v in rank])
-        # N as the engine adds it: each rank's weights in order, then NumPy's sum of the ranks.
-        total = float(np.array([_in_order(rank) for rank in weights]).sum())
-        for ws, losses in (
-            (path.w_global, path.loss_global),
-            (path.w_rank_mean, path.loss_rank_mean),
-        ):
-            # Each loss is the float one np.dot per point gives (not merely a close one).
-            assert losses == tuple(float(np.dot(weight, 0.5 * (w - y) ** 2) / total) for w in ws)
-
-
-def test_trajectory_losses_of_many_items_are_the_reference_floats() -> None:
-    # More items than the plain-Python sums take, and more points than one loss block holds.
-    rng = random.Random(7)
-    targets = [[rng.uniform(-9, 9) for _ in range(3000)], [rng.uniform(-9, 9) for _ in range(40)]]
-    path = trajectory(targets, eta=0.05, w=4.0, steps=60)
-    y = np.array([v for rank in targets for v in rank])
-    assert path.loss_rank_mean == tuple(
-        float(np.dot(np.ones_like(y), 0.5 * (w - y) ** 2) / y.size) for w in path.w_rank_mean
-    )
-    assert (
-        path.fixed_point_rank_mean
-        == _reference_numbers(targets, [[1.0] * len(t) for t in targets], 0.05)[1]
-    )
-
-
-def _reference_path(w: float, fixed: float, factor: float, steps: int) -> list[float]:
-    """One scheme's iterates, each ``f + c·(w - f)``, up to the first whose ``|w|`` passes
-    1e100 (that one left out)."""
-    path = [w]
-    for _ in range(steps):
-        w = fixed + factor * (w - fixed)
-        if not abs(w) <= 1e100:
-            break
-        path.append(w)
-    return path
-
-
-def _means_run(rng: random.Random) -> tuple[list[list[float]], list[list[float]], float, float]:
-    """A counts-and-means state as the lab's implied path sees it: one target per rank,
-    weighted by a whole count (0 for an empty rank); now and then a rate that diverges."""
-    ranks = rng.randint(1, 8)
-    w = rng.choice([rng.randint(-40, 40) / 2, 0.0, 1e6, -7.25, rng.uniform(-1e90, 1e90)])
-    targets = [[w - rng.randint(-100, 100) / 10] for _ in range(ranks)]
-    counts = [[float(rng.choice([0, 1, rng.randint(0, 64), 10**6]))] for _ in range(ranks)]
-    counts[0] = [float(rng.randint(1, 64))]
-    eta = rng.choice([rng.randint(1, 200) / 100, 2.0, 3.5, 0.001, 1e6, rng.uniform(2, 50)])
-    return targets, counts, eta, w
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_means_form_runs_are_the_reference_runs(seed: int) -> None:
-    rng = random.Random(100 + seed)
-    for _ in range(150):
-        targets, counts, eta, w = _means_run(rng)
-        steps = rng.choice([0, 1, 30, 30, 200])
-        path = trajectory(targets, counts, eta=eta, w=w, steps=steps)
-        fixed_global, fixed_rank_mean, factor_global, factor_rank_mean = _reference_numbers(
-            targets, counts, eta
-        )
-        assert (path.fixed_point_global, path.fixed_point_rank_mean) == (
-            fixed_global,
-            fixed_rank_mean,
-        )
-        assert (path.contraction_global, path.contraction_rank_mean) == (
-            factor_global,
-            factor_rank_mean,
-        )
-        ws = _reference_path(w, fixed_global, factor_global, steps)
-        ws_rank_mean = _reference_path(w, fixed_rank_mean, factor_rank_mean, steps)
-        taken = min(len(ws), len(ws_rank_mean))
-        assert path.w_global == tuple(ws[:taken])
-        assert path.w_rank_mean == tuple(ws_rank_mean[:taken])
-        assert path.steps == taken - 1
-        assert path.diverged == (taken <= steps)
-        escaped = [
-            name for name, run in (("global", ws), ("rank-mean", ws_rank_mean)) if len(run) == taken
-        ]
-        stop = [text for text in path.warnings if text.startswith("|w| under the")]
-        if path.diverged:
-            assert stop == [
-                f"|w| under the {' and '.join(escaped)} scheme{'s' if len(escaped) > 1 else ''}"
-                f" would pass 1e+100 at step {taken} of {steps}; both trajectories stop after"
-                f" step {taken - 1} so every number stays finite."
-            ]
-        else:
-            assert stop == []
-        y = np.array([rank[0] for rank in targets])
-        weight = np.array([rank[0] for rank in counts])
-        total = float(weight.sum())
-        for points, losses in (
-            (path.w_global, path.loss_global),
-            (path.w_rank_mean, path.loss_rank_mean),
-        ):
-            assert losses == tuple(
-                float(np.dot(weight, 0.5 * (p - y) ** 2) / total) for p in points
-            )
-
 
 # ---- the chart -------------------------------------------------------------------------------
 
@@ -203,82 +43,6 @@ def _dense(track: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
             (xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts) for t in range(1, parts + 1)
         ]
     return dense
-
-
-def _ends_and_full(
-    targets: list[float], counts: list[float], eta: float, w: float, steps: int
-) -> tuple[str, str]:
-    """``path_ends`` and the full trajectory's ends (each an EngineError if it raises), as text:
-    ``repr`` tells -0.0 from 0.0 and every float's last bit."""
-    answers = []
-    for run in (
-        lambda: path_ends(targets, counts, eta=eta, w=w, steps=steps),
-        lambda: PathEnds.of(
-            trajectory([[y] for y in targets], [[n] for n in counts], eta=eta, w=w, steps=steps)
-        ),
-    ):
-        try:
-            answers.append(repr(run()))
-        except EngineError as exc:
-            answers.append(f"EngineError({exc.field!r}, {exc.message!r})")
-    return answers[0], answers[1]
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_path_ends_are_the_trajectorys_ends(seed: int) -> None:
-    # The pane's light path (only the final losses) against the whole computation: the same
-    # iterates, fixed points, factors, final losses (the same float from a two-row vecdot as
-    # from the whole block's rows) and warnings; many lab states, then odd and refused ones.
-    rng = random.Random(300 + seed)
-    for _ in range(400):
-        if rng.random() < 0.5:  # as the lab sends them: 2-8 ranks, whole counts, means ±10
-            ranks = rng.randint(2, 8)
-            counts = [float(rng.randint(1 if r == 0 else 0, 64)) for r in range(ranks)]
-            w = rng.randint(-40, 40) / 2
-            targets = [w - rng.randint(-100, 100) / 10 for _ in range(ranks)]
-            eta = rng.randint(1, 200) / 100
-        else:
-            nested_targets, nested_counts, eta, w = _means_run(rng)
-            targets = [rank[0] for rank in nested_targets]
-            counts = [rank[0] for rank in nested_counts]
-            if rng.random() < 0.2:
-                counts = [rng.choice([0.5, 1e-3, 3.25, n]) for n in counts]
-        steps = rng.choice([0, 1, 30, 30, 30, 200])
-        ends, full = _ends_and_full(targets, counts, eta, w, steps)
-        assert ends == full
-        assert not ends.startswith("EngineError")
-    odd: list[tuple[list[float], list[float], float, float]] = [
-        ([3, 5], [2, 6], 1, 10),  # ints
-        ([9.0, 7.0], [0.0, 0.0], 0.1, 10.0),  # N = 0
-        ([9.0, 7.0], [1.0, -2.0], 0.1, 10.0),  # a negative count
-        ([9.0, 7.0], [1.0, 5e-324], 0.1, 10.0),  # a subnormal count
-        ([9.0, math.nan], [1.0, 2.0], 0.1, 10.0),
-        ([9.0, 7.0], [1.0, math.inf], 0.1, 10.0),
-        ([1e200, -1e200], [1.0, 2.0], 0.1, 0.0),  # losses past the float range
-        ([1e150, 2.0], [1e150, 1e150], 0.1, 0.0),  # sums past it
-        ([1e99, 2.0], [3.0, 1e99], 1.5, 1e99),
-        ([1.0, 2.0], [3.0, 4.0], 0.1, 1e300),  # a start far beyond 1e100
-        ([1.0, 2.0], [3.0, 4.0], 1e6, 5.0),  # diverges
-        ([1.0], [3.0], 0.5, -0.0),
-        ([0.0, -0.0], [1.0, 0.0], 1.0, -0.0),
-        ([], [], 0.1, 1.0),
-        ([1.0, 2.0], [3.0], 0.1, 1.0),  # shapes differ
-        ([True, 2.0], [3.0, 1.0], 0.1, 1.0),  # type: ignore[list-item]
-    ]
-    for targets, counts, eta, w in odd:
-        for steps in (0, 3, 1000):
-            ends, full = _ends_and_full(targets, counts, eta, w, steps)
-            assert ends == full, (targets, counts, eta, w, steps)
-    # Sequences other than lists, and refused rates, steps and starts, as the full run has them.
-    for targets, counts, eta, w, steps in (
-        ((9.0, 7.0), (2.0, 6.0), 0.1, 10.0, 5),
-        ([9.0, 7.0], [2.0, 6.0], 0.0, 10.0, 5),
-        ([9.0, 7.0], [2.0, 6.0], 0.1, math.inf, 5),
-        ([9.0, 7.0], [2.0, 6.0], 0.1, 10.0, 1001),
-        ([9.0, 7.0], [2.0, 6.0], 0.1, 10.0, -1),
-    ):
-        ends, full = _ends_and_full(targets, counts, eta, w, steps)  # type: ignore[arg-type]
-        assert ends == full
 
 
 def _reference_place(

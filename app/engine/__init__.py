@@ -8,7 +8,7 @@ from app.engine.accumulation import AccumulationResult, accumulate
 from app.engine.errors import EngineError
 from app.engine.gradient import GradientResult, from_items, from_means
 from app.engine.ring import COUNT_PAYLOAD_BYTES, RingCost, ring_allreduce
-from app.engine.trajectory import MAX_STEPS, PathEnds, Trajectory, path_ends, trajectory
+from app.engine.trajectory import MAX_STEPS, Trajectory, trajectory
 
 __all__ = [
     "COUNT_PAYLOAD_BYTES",
@@ -16,13 +16,11 @@ __all__ = [
     "AccumulationResult",
     "EngineError",
     "GradientResult",
-    "PathEnds",
     "RingCost",
     "Trajectory",
     "accumulate",
     "from_items",
     "from_means",
-    "path_ends",
     "ring_allreduce",
     "trajectory",
 ]

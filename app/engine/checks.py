@@ -94,14 +94,6 @@ def finite_floats(
     return floats
 
 
-def finite_vector(
-    field: str, values: Sequence[float], *, non_negative: bool = False, where: str = ""
-) -> FloatArray:
-    """``finite_floats`` as a 1-D float64 array."""
-    floats = finite_floats(field, values, non_negative=non_negative, where=where)
-    return np.asarray(floats, dtype=np.float64).reshape(-1)
-
-
 def finite_results(field: str, **values: float | Sequence[float] | FloatArray) -> None:
     """Refuse results that left the float range, so no NaN or Infinity ever reaches JSON.
 
@@ -121,15 +113,16 @@ def finite_results(field: str, **values: float | Sequence[float] | FloatArray) -
             )
 
 
-def ranked_items(
+def ranked_lists(
     targets: Sequence[Sequence[float]],
     weights: Sequence[Sequence[float]] | None,
     *,
     targets_field: str = "targets",
     weights_field: str = "weights",
     where: str = "",
-) -> list[tuple[FloatArray, FloatArray]]:
-    """Per list (a rank, or a rank's microbatch) its targets and their weights, shape-checked.
+) -> list[tuple[list[float], list[float]]]:
+    """Per list (a rank, or a rank's microbatch) its targets and their weights as float lists,
+    shape-checked.
 
     Without ``weights`` every item weighs 1. A weight of 0 marks a padded or masked item.
     """
@@ -144,16 +137,33 @@ def ranked_items(
     pairs = []
     for index, rank_targets in enumerate(targets):
         at = f"{where}[{index}]"
-        y = finite_vector(targets_field, rank_targets, where=at)
+        y = finite_floats(targets_field, rank_targets, where=at)
         if weights is None:
-            weight = np.ones_like(y)
+            weight = [1.0] * len(y)
         else:
-            weight = finite_vector(weights_field, weights[index], non_negative=True, where=at)
-            if weight.shape != y.shape:
+            weight = finite_floats(weights_field, weights[index], non_negative=True, where=at)
+            if len(weight) != len(y):
                 raise EngineError(
                     weights_field,
-                    f"{weights_field}{at} has {weight.size} entries"
-                    f" but {targets_field}{at} has {y.size}",
+                    f"{weights_field}{at} has {len(weight)} entries"
+                    f" but {targets_field}{at} has {len(y)}",
                 )
         pairs.append((y, weight))
     return pairs
+
+
+def ranked_items(
+    targets: Sequence[Sequence[float]],
+    weights: Sequence[Sequence[float]] | None,
+    *,
+    targets_field: str = "targets",
+    weights_field: str = "weights",
+    where: str = "",
+) -> list[tuple[FloatArray, FloatArray]]:
+    """``ranked_lists`` as pairs of 1-D float64 arrays."""
+    pairs = ranked_lists(
+        targets, weights, targets_field=targets_field, weights_field=weights_field, where=where
+    )
+    return [
+        (np.array(y, dtype=np.float64), np.array(weight, dtype=np.float64)) for y, weight in pairs
+    ]

@@ -1,7 +1,7 @@
 """One optimizer update's gradient from per-rank counts and means: global item mean vs rank mean."""
 
 import math
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -199,11 +199,11 @@ def item_stats(y: FloatArray, weight: FloatArray, w: float) -> tuple[float, floa
 
 
 def require_items(
-    pairs: list[tuple[FloatArray, FloatArray]], total: float, items_field: str = "targets"
+    pairs: Sequence[tuple[Sized, Sized]], total: float, items_field: str = "targets"
 ) -> None:
     """``N = 0`` is refused, naming ``weights`` when items exist but every one is masked."""
     if total == 0:
-        field = "weights" if any(y.size for y, _ in pairs) else items_field
+        field = "weights" if any(len(y) for y, _ in pairs) else items_field
         raise EngineError(field, "no valid items in this update")
 
 

@@ -1,20 +1,18 @@
 """K steps of scalar SGD under each reduction, scored by the unpartitioned objective."""
 
 import math
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
-from typing import NamedTuple, NoReturn
+from itertools import repeat
 
 import numpy as np
 
 from app.engine.checks import (
-    SMALLEST_COUNT,
-    finite_floats,
     finite_results,
     finite_scalar,
     quiet_overflow,
-    ranked_items,
+    ranked_lists,
 )
 from app.engine.decimals import decimal_ratio
 from app.engine.errors import EngineError
@@ -23,8 +21,6 @@ from app.engine.gradient import require_items
 MAX_STEPS = 1000
 # Beyond this |w| a diverging run is stopped: the loss ½(w - y)² stays far inside the float range.
 W_LIMIT = 1e100
-# A contracting run that starts and aims within this |w| never comes near W_LIMIT (see _paths).
-BOUNDED = 1e90
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,16 +55,6 @@ class Trajectory:
     def loss_final_rank_mean(self) -> float:
         """The rank-mean scheme's loss after its last step."""
         return self.loss_rank_mean[-1]
-
-    @property
-    def converges_global(self) -> bool:
-        """The global scheme approaches its fixed point: ``|contraction_global| < 1``."""
-        return abs(self.contraction_global) < 1
-
-    @property
-    def converges_rank_mean(self) -> bool:
-        """The rank-mean scheme approaches its fixed point: ``|contraction_rank_mean| < 1``."""
-        return abs(self.contraction_rank_mean) < 1
 
 
 def _steps(value: int) -> int:
@@ -112,123 +98,25 @@ def _stop_warning(escaped: tuple[bool, bool], taken: int, requested: int) -> str
     )
 
 
-# Up to this many items the per-rank sums run in plain Python (far quicker than building arrays);
-# beyond it NumPy's bincount. Both add each rank's items one by one from 0.0: the same floats.
-FEW_ITEMS = 64
 # Losses are scored in blocks of about this many entries (points by items), so 1001 points of
 # 10,000 items never build one 80 MB matrix.
 LOSS_BLOCK = 1 << 16
-VECDOT = getattr(np, "vecdot", None)  # NumPy 2.0 and later
-LIST_ONLY = frozenset({list})
+RankLists = list[tuple[list[float], list[float]]]
 
 
-def _rank_lists(
-    targets: Sequence[Sequence[float]], weights: Sequence[Sequence[float]] | None
-) -> tuple[list[list[float]], list[list[float]]]:
-    """Per rank its targets and weights as float lists, checked as ``ranked_items`` checks
-    them (which raises the very same EngineError for a shape it refuses)."""
-    plain = _plain_lists(targets, weights)
-    if plain is not None:
-        return plain
-    if (
-        isinstance(targets, str | bytes)
-        or not isinstance(targets, Sequence)
-        or (weights is not None and len(weights) != len(targets))
-    ):
-        _refuse(targets, weights)
-    ys, vs = [], []
-    for index, rank_targets in enumerate(targets):
-        at = f"[{index}]"
-        y = finite_floats("targets", rank_targets, where=at)
-        if weights is None:
-            v = [1.0] * len(y)
-        else:
-            v = finite_floats("weights", weights[index], non_negative=True, where=at)
-            if len(v) != len(y):
-                _refuse(targets, weights)
-        ys.append(y)
-        vs.append(v)
-    return ys, vs
-
-
-def _plain_lists(
-    targets: Sequence[Sequence[float]], weights: Sequence[Sequence[float]] | None
-) -> tuple[list[list[float]], list[list[float]]] | None:
-    """The common case, checked in a few passes: lists of plain finite ints and floats, weights
-    0 or at least the smallest normal float, shapes matching. Then the same float lists the
-    full check gives; else None (and the full check decides, naming any fault)."""
-    if type(targets) is not list or not set(map(type, targets)) <= LIST_ONLY:
-        return None
-    flat = list(chain.from_iterable(targets))
-    kinds = _finite_kinds(flat)
-    if kinds is None:
-        return None
-    ys = [list(map(float, rank)) for rank in targets] if int in kinds else targets
-    if weights is None:
-        return ys, [[1.0] * len(y) for y in ys]
-    if type(weights) is not list or not set(map(type, weights)) <= LIST_ONLY:
-        return None
-    if list(map(len, weights)) != list(map(len, targets)):
-        return None
-    flat = list(chain.from_iterable(weights))
-    kinds = _finite_kinds(flat)
-    if kinds is None or (flat and min(flat) < 0):
-        return None
-    if min(filter(None, flat), default=SMALLEST_COUNT) < SMALLEST_COUNT:
-        return None  # a positive weight below the smallest normal float
-    vs = [list(map(float, rank)) for rank in weights] if int in kinds else weights
-    return ys, vs
-
-
-def _finite_kinds(values: list[float]) -> set[type] | None:
-    """The types of ``values`` when each is a plain int or float (not a bool) and their sum is
-    finite (so each is); else None."""
-    kinds = set(map(type, values))
-    if not kinds <= {float, int}:
-        return None
+def _sum(values: Iterable[float]) -> float:
+    """The float nearest to the exact sum of ``values`` (finite floats); inf past the range."""
     try:
-        return kinds if math.isfinite(sum(values)) else None
-    except OverflowError:  # an int past the float range
-        return None
+        return math.fsum(values)
+    except OverflowError:
+        return math.inf
 
 
-def _refuse(
-    targets: Sequence[Sequence[float]], weights: Sequence[Sequence[float]] | None
-) -> NoReturn:
-    ranked_items(targets, weights)
-    raise AssertionError("ranked_items accepted a shape the trajectory refused")
-
-
-def _rank_sums(
-    ys: list[list[float]], vs: list[list[float]]
-) -> tuple[list[float], list[float], float]:
-    """Per rank ``Σ weight`` and ``Σ weight·y`` (each added in item order from 0.0, as
-    ``np.bincount`` adds them) and ``N``, the counts' sum as NumPy's ``sum`` gives it."""
-    sizes = list(map(len, ys))
-    if set(sizes) == {1}:  # one item per rank: a rank of the counts-and-means form
-        counts = [0.0 + v[0] for v in vs]
-        sums = [0.0 + v[0] * y[0] for y, v in zip(ys, vs, strict=True)]
-    elif sum(sizes) <= FEW_ITEMS:
-        counts, sums = [], []
-        for y, v in zip(ys, vs, strict=True):
-            count = total_y = 0.0
-            for item_y, weight in zip(y, v, strict=True):
-                count += weight
-                total_y += weight * item_y
-            counts.append(count)
-            sums.append(total_y)
-    else:
-        rank_of = np.repeat(np.arange(len(ys)), sizes)
-        item_weights = np.array([x for v in vs for x in v], dtype=np.float64)
-        item_ys = np.array([x for y in ys for x in y], dtype=np.float64)
-        counts = np.bincount(rank_of, weights=item_weights, minlength=len(ys)).tolist()
-        sums = np.bincount(rank_of, weights=item_weights * item_ys, minlength=len(ys)).tolist()
-    # Whole counts add exactly in any order while every partial sum stays below 2**53 (counts
-    # are >= 0, so a float total below 2**53 says so); other counts keep NumPy's pairwise sum.
-    total = sum(counts)
-    if not (total < 2**53 and all(map(float.is_integer, counts))):
-        total = float(np.sum(np.array(counts, dtype=np.float64)))
-    return counts, sums, total
+def _rank_sums(pairs: RankLists) -> tuple[list[float], list[float]]:
+    """Per rank ``Σ weight`` and ``Σ weight·y`` (each product a float), each rounded once."""
+    counts = [_sum(weight) for _, weight in pairs]
+    sums = [_sum(map(operator.mul, weight, y)) for y, weight in pairs]
+    return counts, sums
 
 
 def _ratio_sum(values: Sequence[tuple[int, int]]) -> tuple[int, int]:
@@ -275,34 +163,24 @@ def _fixed_points(
 def _paths(
     w: float, fixed: tuple[float, float], factor: tuple[float, float], steps: int
 ) -> tuple[list[float], list[float], tuple[bool, bool]]:
-    """Both schemes' ``w`` and up to ``steps`` iterates of ``w ← f + c·(w - f)``, stopping
-    before the first step where either iterate's ``|w|`` passes ``W_LIMIT``; and which of
-    them passed it there (neither when all ``steps`` were taken)."""
-    fixed_a, fixed_b = fixed
-    factor_a, factor_b = factor
-    a = b = w
-    path_a, path_b = [w], [w]
-    append_a, append_b = path_a.append, path_b.append
-    if (
-        max(abs(factor_a), abs(factor_b)) <= 1
-        and max(abs(w), abs(fixed_a), abs(fixed_b)) <= BOUNDED
-    ):
-        # No |w| can pass the limit: |w - f| never grows by more than rounding, so each |w| stays
-        # below (|w₀| + 2k·|f|)·(1 + 2⁻⁵³)³ᵏ, far below 1e100 for k <= MAX_STEPS.
+    """Both schemes' ``w`` and up to ``steps`` iterates of ``w ← f + c·(w - f)``, cut before
+    the first step where either iterate's ``|w|`` passes ``W_LIMIT``; and which of them passed
+    it there (neither when all ``steps`` were taken)."""
+    paths = []
+    for fixed_point, contraction in zip(fixed, factor, strict=True):
+        at, path = w, [w]
+        append = path.append
         for _ in repeat(None, steps):
-            a = fixed_a + factor_a * (a - fixed_a)
-            append_a(a)
-            b = fixed_b + factor_b * (b - fixed_b)
-            append_b(b)
-        return path_a, path_b, (False, False)
-    for _ in range(steps):
-        a = fixed_a + factor_a * (a - fixed_a)
-        b = fixed_b + factor_b * (b - fixed_b)
-        if not (abs(a) <= W_LIMIT and abs(b) <= W_LIMIT):
-            return path_a, path_b, (not abs(a) <= W_LIMIT, not abs(b) <= W_LIMIT)
-        append_a(a)
-        append_b(b)
-    return path_a, path_b, (False, False)
+            at = fixed_point + contraction * (at - fixed_point)
+            append(at)
+        paths.append(path)
+    # The first step past the limit, if any: a path overflows to inf (and only then to NaN)
+    # after it passes the limit, so the largest |w| tells whether one did.
+    if max(map(abs, paths[0][1:] + paths[1][1:]), default=0.0) <= W_LIMIT:
+        return paths[0], paths[1], (False, False)
+    outside = [[not abs(at) <= W_LIMIT for at in path] for path in paths]
+    stop = next(k for k in range(1, steps + 1) if outside[0][k] or outside[1][k])
+    return paths[0][:stop], paths[1][:stop], (outside[0][stop], outside[1][stop])
 
 
 def _nearest(top: int, bottom: int) -> float:
@@ -314,26 +192,17 @@ def _nearest(top: int, bottom: int) -> float:
         return math.inf if top > 0 else -math.inf
 
 
-def _losses(
-    ys: list[list[float]], vs: list[list[float]], total: float, points: list[float]
-) -> list[float]:
-    """``L(w) = Σ weight·½(w - y)² / N`` at each point.
-
-    Each row's weighted sum is ``np.vecdot``: per row the same dot product (BLAS ``ddot``)
-    that ``np.dot`` takes, so every loss is the float one ``np.dot`` per point gives (NumPy
-    before 2.0 has no ``vecdot``: there it is ``np.dot`` row by row).
-    """
-    y = np.array([x for rank in ys for x in rank], dtype=np.float64)
-    weight = np.array([x for rank in vs for x in rank], dtype=np.float64)
+def _losses(pairs: RankLists, total: float, points: list[float]) -> list[float]:
+    """``L(w) = Σ weight·½(w - y)² / N`` at each point; each row's weighted sum is
+    ``np.vecdot``, per row the dot product (BLAS ``ddot``) that ``np.dot`` takes."""
+    y = np.array([x for rank_y, _ in pairs for x in rank_y], dtype=np.float64)
+    weight = np.array([x for _, rank_weight in pairs for x in rank_weight], dtype=np.float64)
     at = np.array(points, dtype=np.float64)
     rows = max(1, LOSS_BLOCK // max(y.size, 1))
     losses: list[float] = []
     for first in range(0, at.size, rows):
         block = 0.5 * (at[first : first + rows, None] - y) ** 2
-        if VECDOT is None:
-            losses += [float(np.dot(weight, row) / total) for row in block]
-        else:
-            losses += (VECDOT(block, weight) / total).tolist()
+        losses += (np.vecdot(block, weight) / total).tolist()
     return losses
 
 
@@ -385,12 +254,12 @@ def trajectory(
     eta = finite_scalar("eta", eta, positive=True)
     w = finite_scalar("w", w)
     requested = _steps(steps)
-    ys, vs = _rank_lists(targets, weights)
-    if not ys:
+    pairs = ranked_lists(targets, weights)
+    if not pairs:
         raise EngineError("targets", "targets must list at least one rank")
-    counts, sums, total = _rank_sums(ys, vs)
-    if total == 0:
-        require_items(ranked_items(targets, weights), total)
+    counts, sums = _rank_sums(pairs)
+    total = _sum(counts)
+    require_items(pairs, total)
     # Exact arithmetic needs finite inputs: sums past the float range are refused first.
     if not (all(map(math.isfinite, counts)) and all(map(math.isfinite, sums))):
         finite_results("weights" if weights is not None else "targets", counts=counts)
@@ -398,16 +267,16 @@ def trajectory(
     # Each scheme is the affine map w ← f + c·(w - f) (f its fixed point, c its contraction);
     # f and c come from the exact values of the per-rank sums, so two schemes that are the same
     # computation (one rank, equal counts, equal rank means) take exactly the same path.
-    single = [y[0] for y in ys] if all(len(y) == 1 for y in ys) else None
+    single = [y[0] for y, _ in pairs] if all(len(y) == 1 for y, _ in pairs) else None
     fixed_global, fixed_rank_mean, occupied = _fixed_points(counts, sums, single)
     if not (math.isfinite(fixed_global) and math.isfinite(fixed_rank_mean)):
         finite_results("targets", fixed_point_global=fixed_global, fixed_point=fixed_rank_mean)
     contractions, path_global, path_rank_mean, taken, diverged, warnings = _run(
-        eta, w, (fixed_global, fixed_rank_mean), occupied, len(ys), requested
+        eta, w, (fixed_global, fixed_rank_mean), occupied, len(pairs), requested
     )
     contraction_global, contraction_rank_mean = contractions
 
-    losses = _losses(ys, vs, total, [*path_global, *path_rank_mean, fixed_global, fixed_rank_mean])
+    losses = _losses(pairs, total, [*path_global, *path_rank_mean, fixed_global, fixed_rank_mean])
     loss_global, loss_rank_mean = tuple(losses[:taken]), tuple(losses[taken : 2 * taken])
     loss_minimum, loss_at_rank_fixed = losses[-2], losses[-1]
     if not all(map(math.isfinite, losses)):  # the fixed points and factors are finite
@@ -437,133 +306,3 @@ def trajectory(
         diverged=diverged,
         warnings=tuple(warnings),
     )
-
-
-class PathEnds(NamedTuple):
-    """A trajectory as the lab's results pane shows it: every iterate of both schemes, but of the
-    losses only the last ones (``Trajectory``'s other fields, the same values)."""
-
-    steps: int
-    requested_steps: int
-    w_global: tuple[float, ...]
-    w_rank_mean: tuple[float, ...]
-    fixed_point_global: float
-    fixed_point_rank_mean: float
-    contraction_global: float
-    contraction_rank_mean: float
-    loss_final_global: float
-    loss_final_rank_mean: float
-    diverged: bool
-    warnings: tuple[str, ...]
-
-    @classmethod
-    def of(cls, path: Trajectory) -> "PathEnds":
-        return cls(
-            path.steps,
-            path.requested_steps,
-            path.w_global,
-            path.w_rank_mean,
-            path.fixed_point_global,
-            path.fixed_point_rank_mean,
-            path.contraction_global,
-            path.contraction_rank_mean,
-            path.loss_final_global,
-            path.loss_final_rank_mean,
-            path.diverged,
-            path.warnings,
-        )
-
-
-# Targets, counts and a start up to this size keep every loss ½(w - y)² · count far inside the
-# float range (past the start |w| <= W_LIMIT), so none of the losses left out can be the one that
-# is not, nor can NumPy overflow.
-PLAIN_SIZE = 1e100
-
-
-def path_ends(
-    targets: Sequence[float], counts: Sequence[float], *, eta: float, w: float, steps: int
-) -> PathEnds:
-    """``trajectory([[y] for y in targets], [[n] for n in counts], ...)`` (one item per rank: the
-    counts-and-means form) with only the final losses computed: the same floats, by the same
-    operations (the final losses one ``np.vecdot`` row each, as in ``_losses``), and the same
-    errors. Inputs the quick checks do not accept go through ``trajectory`` itself."""
-    eta = finite_scalar("eta", eta, positive=True)
-    w = finite_scalar("w", w)
-    requested = _steps(steps)
-    plain = _plain_ranks(targets, counts)
-    if plain is None or abs(w) > PLAIN_SIZE:
-        return _ends(targets, counts, eta, w, steps)
-    ys, vs = plain
-    # _rank_sums for ranks of one item each.
-    sums = [0.0 + v * y for y, v in zip(ys, vs, strict=True)]
-    counts_f = [0.0 + v for v in vs]
-    total = sum(counts_f)
-    if not (total < 2**53 and all(map(float.is_integer, counts_f))):
-        total = float(np.sum(np.array(counts_f, dtype=np.float64)))
-    if not total:
-        return _ends(targets, counts, eta, w, steps)  # which refuses it, as trajectory does
-    fixed_global, fixed_rank_mean, occupied = _fixed_points(counts_f, sums, ys)
-    if not (math.isfinite(fixed_global) and math.isfinite(fixed_rank_mean)):
-        return _ends(targets, counts, eta, w, steps)
-    contractions, path_global, path_rank_mean, taken, diverged, warnings = _run(
-        eta, w, (fixed_global, fixed_rank_mean), occupied, len(ys), requested
-    )
-    contraction_global, contraction_rank_mean = contractions
-    # _losses' rows for the two final points, 0.5 · (w - y)², worked out in Python (each the
-    # float NumPy's elementwise operations give: ** 2 squares as d · d), then each row's
-    # vecdot (the same dot product as there) and / N (a float64's division, as Python's).
-    last_global, last_rank_mean = path_global[-1], path_rank_mean[-1]
-    block = [
-        [0.5 * ((last_global - y) * (last_global - y)) for y in ys],
-        [0.5 * ((last_rank_mean - y) * (last_rank_mean - y)) for y in ys],
-    ]
-    if VECDOT is None:
-        weight = np.array(vs, dtype=np.float64)
-        dots = [float(np.dot(weight, np.array(row, dtype=np.float64))) for row in block]
-    else:
-        dots = VECDOT(np.array(block, dtype=np.float64), np.array(vs, dtype=np.float64)).tolist()
-    final_global, final_rank_mean = dots[0] / total, dots[1] / total
-    return PathEnds(
-        taken - 1,
-        requested,
-        tuple(path_global),
-        tuple(path_rank_mean),
-        fixed_global,
-        fixed_rank_mean,
-        contraction_global,
-        contraction_rank_mean,
-        final_global,
-        final_rank_mean,
-        diverged,
-        tuple(warnings),
-    )
-
-
-def _plain_ranks(
-    targets: Sequence[float], counts: Sequence[float]
-) -> tuple[list[float], list[float]] | None:
-    """``_plain_lists`` for ranks of one item each, as float lists, when the targets and counts
-    are also at most ``PLAIN_SIZE`` in size; else None."""
-    if type(targets) is not list or type(counts) is not list or len(targets) != len(counts):
-        return None
-    if not targets:
-        return None
-    kinds = _finite_kinds(targets)
-    count_kinds = _finite_kinds(counts)
-    if kinds is None or count_kinds is None:
-        return None
-    ys = list(map(float, targets)) if int in kinds else targets
-    vs = list(map(float, counts)) if int in count_kinds else counts
-    if min(vs) < 0 or max(vs) > PLAIN_SIZE or max(map(abs, ys)) > PLAIN_SIZE:
-        return None
-    if min(filter(None, vs), default=SMALLEST_COUNT) < SMALLEST_COUNT:
-        return None
-    return ys, vs
-
-
-def _ends(
-    targets: Sequence[float], counts: Sequence[float], eta: float, w: float, steps: int
-) -> PathEnds:
-    """``path_ends`` the long way: the whole trajectory (and its checks), then its ends."""
-    full = trajectory([[y] for y in targets], [[n] for n in counts], eta=eta, w=w, steps=steps)
-    return PathEnds.of(full)

@@ -7,7 +7,7 @@ Geometry is in SVG viewBox units and every label is already text; templates only
 import math
 from typing import NamedTuple, Protocol
 
-from app.engine import GradientResult, PathEnds, path_ends
+from app.engine import GradientResult, Trajectory, trajectory
 from app.engine.decimals import decimal_ratio
 from app.lab.query import DEFAULT_STEPS
 from app.lab.scale import nice_ceiling
@@ -154,13 +154,12 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
     )
 
 
-def implied_path(state: GradientRequest, steps: int = DEFAULT_STEPS) -> PathEnds:
+def implied_path(state: GradientRequest, steps: int = DEFAULT_STEPS) -> Trajectory:
     """SGD under both schemes for the mean targets the counts-and-means state implies.
 
     With the lesson's loss ``½(w - y)²`` a rank's mean gradient at w is ``w - ȳᵣ``, so a local
     mean ``ḡᵣ`` at the state's ``w`` means a mean target ``ȳᵣ = w - ḡᵣ``; each rank is one
-    target weighted by its count (a count of 0 is an empty rank). Only what the results pane
-    shows: the iterates and the final losses (``path_ends``).
+    target weighted by its count (a count of 0 is an empty rank).
     """
     counts, means = state.counts or [], state.means or []
     w = state.w
@@ -171,4 +170,6 @@ def implied_path(state: GradientRequest, steps: int = DEFAULT_STEPS) -> PathEnds
         (w_top * bottom - top * w_bottom) / (w_bottom * bottom)
         for top, bottom in map(decimal_ratio, means)
     ]
-    return path_ends(targets, list(counts), eta=state.eta, w=w, steps=steps)
+    return trajectory(
+        [[y] for y in targets], [[n] for n in counts], eta=state.eta, w=w, steps=steps
+    )

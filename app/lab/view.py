@@ -11,7 +11,7 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import NamedTuple, cast
 
-from app.engine import GradientResult, PathEnds, RingCost, Trajectory
+from app.engine import GradientResult, RingCost, Trajectory
 from app.lab.numbers import fmt, minus_signs
 from app.lab.pictures import NumberLine, number_line
 from app.lab.scale import nice_ceiling
@@ -272,7 +272,7 @@ def lab_view(result: GradientResult, state: GradientRequest) -> LabView:
     )
 
 
-def lab_charts(result: GradientResult, path: Trajectory | PathEnds | None) -> LabCharts:
+def lab_charts(result: GradientResult, path: Trajectory | None) -> LabCharts:
     """The pictures' view of one engine result and, when there is one, its SGD paths."""
     return LabCharts(number_line(result, fmt), trajectory_view(path) if path is not None else None)
 
@@ -678,7 +678,7 @@ def _step_ticks(steps: int) -> tuple[Tick, ...]:
     )
 
 
-def trajectory_chart(path: Trajectory | PathEnds, words: PathWords | None = None) -> LineChart:
+def trajectory_chart(path: Trajectory, words: PathWords | None = None) -> LineChart:
     """w over the SGD steps under both schemes, with each scheme's fixed point as a guide."""
     words = words or path_words(path)
     n = path.steps + 1
@@ -724,7 +724,7 @@ def trajectory_chart(path: Trajectory | PathEnds, words: PathWords | None = None
     )
 
 
-def trajectory_view(path: Trajectory | PathEnds) -> TrajectoryView:
+def trajectory_view(path: Trajectory) -> TrajectoryView:
     words = path_words(path)
     global_course, rank_mean_course = words.global_course, words.rank_mean_course
     # Positional: the fields in TrajectoryView's order (a little quicker than by keyword).

@@ -12,7 +12,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import NamedTuple
 
-from app.engine import GradientResult, PathEnds, RingCost, Trajectory
+from app.engine import GradientResult, RingCost, Trajectory
 from app.engine.decimals import as_decimal, decimal_ratio, same_number
 from app.lab.numbers import (
     DIGITS,
@@ -475,7 +475,7 @@ def _distinct_pair(first: float, second: float) -> tuple[str, str]:
     return shown[0], shown[1]
 
 
-def path_words(path: Trajectory | PathEnds) -> PathWords:
+def path_words(path: Trajectory) -> PathWords:
     fixed_global, fixed_rank_mean = _distinct_pair(
         path.fixed_point_global, path.fixed_point_rank_mean
     )
