@@ -2,8 +2,8 @@
 
 Every drag prints a new state's figures, verdict and worked lines (``app.lab.view.lab_view`` and
 ``lab_details``; the lines alone: ``app.lab.worked.lines``). This times those calls on random
-states, in alternated rounds, and reports the median over rounds of the mean per state, in
-microseconds:
+states, in alternated rounds, and reports the median over rounds of the mean CPU time per state
+(the process's own: a shared machine's neighbours count less), in microseconds:
 
 - **sliders**: states as the lab's sliders make them (``bench.serving``'s draw: counts 0 to 64,
   means in tenths, η in hundredths, w in halves);
@@ -106,9 +106,9 @@ def main() -> None:
         times: dict[str, list[float]] = {name: [] for name in RUNS}
         for _ in range(args.rounds):
             for name, run in RUNS.items():
-                started = time.perf_counter()
+                started = time.process_time()
                 run(states, pairs)
-                times[name].append((time.perf_counter() - started) / len(states) * 1e6)
+                times[name].append((time.process_time() - started) / len(states) * 1e6)
         print(f"{kind:8}" + "".join(f" {statistics.median(times[n]):14.1f}" for n in RUNS))
 
 

@@ -12,7 +12,6 @@ from itertools import pairwise
 
 import pytest
 
-from app.lab.numbers import fmt_distinct
 from app.lab.view import (
     BOTTOM,
     CHAR_WIDTH,
@@ -29,7 +28,6 @@ from app.lab.view import (
     curve_meets,
     place_label,
 )
-from app.lab.worked import _distinct_pair
 
 # ---- the chart -------------------------------------------------------------------------------
 
@@ -163,19 +161,3 @@ def test_curve_points_print_each_y_as_two_decimals() -> None:
                 " ".join(f"{x},{_n(y)}" for x, y in zip(xs, curve, strict=True))
                 for curve in (ys[: steps + 1], ys[steps + 1 :])
             ]
-
-
-# ---- the words -------------------------------------------------------------------------------
-
-
-def test_distinct_pairs_print_as_fmt_distinct_prints_them() -> None:
-    rng = random.Random(11)
-    values = [0.0, -0.0, 1.0, 7.5, 8.0, 1e-7, -3.25, 123456.789, 2.0**-1074, 1e300]
-    pairs = [(a, b) for a in values for b in values]
-    for _ in range(3000):
-        a = rng.choice([rng.uniform(-1e3, 1e3), rng.uniform(-1, 1) * 10 ** rng.randint(-9, 9)])
-        # Neighbours and near neighbours need more than six digits to be told apart.
-        b = rng.choice([a, math.nextafter(a, math.inf), a * (1 + 1e-7), a + 1e-5, -a, a * 3])
-        pairs += [(a, b), (b, a)]
-    for a, b in pairs:
-        assert _distinct_pair(a, b) == fmt_distinct((a, b))

@@ -34,8 +34,7 @@ from hypothesis import strategies as st
 
 from app.engine import EngineError, accumulate, from_items, from_means, ring_allreduce, trajectory
 from app.lab.compute import compute
-from app.lab.numbers import fmt
-from app.lab.sentences import MOST_DIGITS
+from app.lab.numbers import MOST_DIGITS, fmt
 from app.lab.state import GradientRequest, RingRequest
 from app.lab.view import lab_charts, lab_details, lab_view, ring_view
 from tests.lab_states import as_written, means_state, ring_state
@@ -408,9 +407,9 @@ def test_the_verdict_and_the_lines_print_the_figures_numbers_wherever_a_line_can
             plain, counted, *_ = verdict_parts(lab_view(result, lab_state).verdict, rank_mean, g)
             assert (plain, counted) == (fmt(rank_mean), fmt(g)), (counts, means)
         eta = as_written(0.35)
-        expression = "0.35×({} − {})".format(
-            *(f"({fmt(x)})" if x < 0 else fmt(x) for x in (g, rank_mean))
-        )
+        # g opens the parenthesis bare; the rank mean follows a minus, bracketed if negative.
+        shown_rank_mean = f"({fmt(rank_mean)})" if rank_mean < 0 else fmt(rank_mean)
+        expression = f"0.35×({fmt(g)} − {shown_rank_mean})"
         if six_digit_line(expression, [eta, g, rank_mean], eta * (g - rank_mean)):
             lines += 1
             line = lab_details(result, lab_state).lines.difference

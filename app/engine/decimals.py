@@ -10,9 +10,10 @@ exactly 0: every exact result is of the numbers the reader sees, rounded once to
 A float computed from others (a mean of items, 0.30000000000000004) reads as its shortest
 decimal too, within half a unit of its 17th digit of the binary value: the float nearest to a
 result is the same either way but for ties that far down. Pure Python, for the engine (its exact
-results) and for ``app.lab.numbers`` (whether two numbers are the same number).
+results) and for ``app.lab`` (whether two numbers are the same number).
 """
 
+from collections.abc import Iterable
 from fractions import Fraction
 
 Ratio = tuple[int, int]
@@ -70,3 +71,22 @@ def same_number(a: float | Fraction | int, b: float | Fraction | int) -> bool:
     if (type(a) is float) is (type(b) is float):
         return False
     return (as_decimal(a) if type(a) is float else a) == (as_decimal(b) if type(b) is float else b)
+
+
+def exact_sum(values: Iterable[float | Fraction | int]) -> Fraction:
+    """The exact sum, each float as written (``sum(Fraction(repr(v)))``) and the rest as they
+    are: the floats add as ints over their largest power-of-ten denominator, one gcd at the end."""
+    top, bottom = 0, 1
+    rest = Fraction(0)
+    for value in values:
+        if isinstance(value, float):
+            n, d = decimal_ratio(value)
+            if d == bottom:
+                top += n
+            elif d < bottom:
+                top += n * (bottom // d)
+            else:
+                top, bottom = top * (d // bottom) + n, d
+        else:
+            rest += value
+    return Fraction(top, bottom) + rest if rest else Fraction(top, bottom)

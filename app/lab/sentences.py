@@ -5,7 +5,8 @@ Entries are ranks, or microbatches when gradient accumulation is compared.
 """
 
 from app.engine.verdicts import Agreement, Reason
-from app.lab.numbers import Digits, Value, difference_line, fmt, minus, written
+from app.lab.equations import Formula, write
+from app.lab.numbers import MOST_DIGITS, Printer, fmt
 
 _RANKS: dict[Reason, str] = {
     "one entry": "there is one rank, so the mean of the rank means is that rank's mean,"
@@ -43,47 +44,30 @@ def reason(agreement: Agreement, *, microbatches: bool = False) -> str:
     return words
 
 
-# Exact means may differ far below float resolution (1 against 1 + 5e-19): enough digits.
-MOST_DIGITS = 60
-
-
-def lab_verdict(
-    agreement: Agreement, plain_digits: Digits | None = None, counted_digits: Digits | None = None
-) -> str:
+def lab_verdict(agreement: Agreement, printer: Printer | None = None) -> str:
     """The lab's verdict: that the plain rank mean equals g and why, or by how much it differs.
 
     The two means print from their exact values, with the fewest digits that show them apart
-    and make "x instead of y (d lower)" hold as printed. ``plain_digits`` and
-    ``counted_digits``: the two means' expansions, when the caller has them.
+    and make "x instead of y (d lower)" hold as printed. ``printer``: the request's, where the
+    figures printed the same means.
     """
     if agreement.agree:
         return f"Both schemes agree here: {reason(agreement)}."
-    # "x instead of y (d lower)" is arithmetic too: y - x = d must hold as printed.
+    # "x instead of y (d lower)" is arithmetic too: x - y = d must hold as printed.
     plain, counted = agreement.plain, agreement.counted
-    higher = plain.numerator * counted.denominator > counted.numerator * plain.denominator
+    higher = plain > counted
     high, low = (plain, counted) if higher else (counted, plain)
     side = "higher" if higher else "lower"
-    # The line below, where it holds within 17 digits.
-    if higher:
-        quick = difference_line(high, low, plain_digits, counted_digits)
-    else:
-        quick = difference_line(high, low, counted_digits, plain_digits)
-    if quick is not None:
-        _, shown_high, shown_low, difference = quick
-        shown_plain, shown_counted = (shown_high, shown_low) if higher else (shown_low, shown_high)
-        return (
-            f"The plain rank mean gives {shown_plain} instead of"
-            f" {shown_counted} ({difference} {side}): {reason(agreement)}."
-        )
-    line = written(minus(Value(high), Value(low)), high - low, most=MOST_DIGITS)
-    shown_plain, shown_counted = fmt(plain, line.digits), fmt(counted, line.digits)
-    if shown_plain == shown_counted:
+    line = write(Formula.difference(high, low), high - low, most=MOST_DIGITS, printer=printer)
+    shown_high, shown_low = line.operands
+    if shown_high == shown_low:
         # They differ past MOST_DIGITS digits (a count of 1e-250 items): no line can show the
         # difference, so the sentence says they print alike and gives the difference alone.
         return (
             f"The plain rank mean gives {fmt(plain)} against g = {fmt(counted)}, alike to"
             f" {line.digits} digits, yet {fmt(high - low)} {side}: {reason(agreement)}."
         )
+    shown_plain, shown_counted = (shown_high, shown_low) if higher else (shown_low, shown_high)
     return (
         f"The plain rank mean gives {shown_plain} instead of"
         f" {shown_counted} ({line.result} {side}): {reason(agreement)}."

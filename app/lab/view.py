@@ -12,7 +12,7 @@ from itertools import pairwise
 from typing import NamedTuple, cast
 
 from app.engine import GradientResult, RingCost, Trajectory
-from app.lab.numbers import fmt, minus_signs
+from app.lab.numbers import Printer, fmt, minus_signs
 from app.lab.pictures import NumberLine, number_line
 from app.lab.scale import nice_ceiling
 from app.lab.state import MAX_RANKS, GradientRequest, RingRequest
@@ -20,7 +20,6 @@ from app.lab.worked import (
     Lines,
     PathWords,
     column,
-    expansions,
     figures,
     lines,
     path_words,
@@ -252,8 +251,8 @@ def _mode(state: GradientRequest) -> str:
 
 def lab_view(result: GradientResult, state: GradientRequest) -> LabView:
     """The results pane's view of one engine result."""
-    g_digits, rank_mean_digits = expansions(result)
-    shown = figures(result, g_digits, rank_mean_digits)
+    printer = Printer()
+    shown = figures(result, printer)
     return LabView(
         mode=_mode(state),
         N=shown.N,
@@ -263,7 +262,7 @@ def lab_view(result: GradientResult, state: GradientRequest) -> LabView:
         w_new_rank_mean=shown.w_new_rank_mean,
         w_new_difference=shown.w_new_difference,
         agree=result.agreement.agree,
-        verdict=verdict(result, g_digits, rank_mean_digits),
+        verdict=verdict(result, printer),
         warnings=tuple(minus_signs(text) for text in result.warnings),
         summary=(
             f"N {shown.N}: g {shown.global_gradient} against the rank mean"
