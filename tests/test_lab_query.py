@@ -17,7 +17,7 @@ from app.lab.query import (
     parse_ring,
     ring_query_pairs,
 )
-from app.lab.state import GradientRequest
+from app.lab.state import MAX_ABS_VALUE, MAX_COUNT, MAX_ETA, GradientRequest
 from tests.lab_states import items_state, means_state, ring_state
 
 
@@ -241,3 +241,33 @@ def test_lab_input_reads_each_rank_as_the_reference(texts: list[str]) -> None:
     assert repr(body["counts"]) == repr([_number_reference(t) for t in texts])
     assert repr(body["means"]) == repr([_number_reference(t) for t in reversed(texts)])
     assert repr((body["eta"], body["w"])) == repr((0.1, "x"))
+
+
+@pytest.mark.parametrize(
+    ("query", "param"),
+    [
+        (f"counts=2,6&means=1,3&eta={MAX_ETA}&w=10", None),
+        (f"counts=2,6&means=1,3&eta={MAX_ETA * 1.01}&w=10", "eta"),
+        (f"counts=2,6&means=1,3&eta=0.1&w={-MAX_ABS_VALUE}", None),
+        (f"counts=2,6&means=1,3&eta=0.1&w={-MAX_ABS_VALUE * 1.01}", "w"),
+        (f"counts=2,{MAX_COUNT}&means=1,3", None),
+        (f"counts=2,{MAX_COUNT * 1.01}&means=1,3", "counts"),
+        (f"counts=2,6&means={MAX_ABS_VALUE},3", None),
+        (f"counts=2,6&means={-MAX_ABS_VALUE * 1.01},3", "means"),
+        ("counts=2,inf&means=1,3", "counts"),
+        ("counts=2,6&means=1,3&eta=0.1&w=nan", "w"),
+        ("counts=2&counts=6&means=1&means=3&P=2&eta=0.5&w=-4", None),
+        ("counts=2,6,1&means=1,3&eta=0.1", "means"),
+        ("counts=%202%20,6&means=1,+3&eta=0.1", None),  # spaces, encoded or as +
+    ],
+)
+def test_each_limit_of_the_model_holds_in_a_query(query: str, param: str | None) -> None:
+    """Every limit of the state model, just inside and just past, read from a query: a value at
+    the limit is a state, one past it an error naming its field (nothing is clamped)."""
+    parsed = parse(query)
+    if param is None:
+        assert parsed.errors == ()
+        assert parsed.state is not None
+    else:
+        assert parsed.state is None
+        assert [error.param for error in parsed.errors] == [param]

@@ -264,7 +264,7 @@ def lab_panel(query: Mapping[str, str]) -> LabPanel:
         view = lab_view(result, state)
     except EngineError as exc:
         return LabPanel(parsed, None, (engine_error(exc),), (), acc_raw)
-    pairs = (*(parsed.canonical or lab_query_pairs(state)), *extra)
+    pairs = (*lab_query_pairs(state), *extra)
     return LabPanel(parsed, view, (), pairs, acc_raw, window, result)
 
 

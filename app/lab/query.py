@@ -18,7 +18,6 @@ last ones. This module only reads text into numbers and lists; every limit is th
 nothing is clamped: a value out of range is an error that names its field.
 """
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import astuple, dataclass
 from string import ascii_letters, digits
@@ -76,9 +75,6 @@ class ParsedLab(NamedTuple):
     state: GradientRequest | None
     errors: tuple[FieldError, ...]
     resized: bool = False
-    # ``lab_query_pairs(state)`` when the query's own texts are already canonical (the common
-    # drag), else empty.
-    canonical: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,11 +132,6 @@ def _split(values: Sequence[str], sep: str) -> list[str]:
     if len(values) == 1:
         return [part.strip() for part in values[0].split(sep)]
     return [value.strip() for value in values]
-
-
-def _first(query: Mapping[str, str], name: str, default: str) -> str:
-    values = _values(query, name)
-    return values[-1].strip() if values else default
 
 
 def _last(params: Params, name: str, default: str) -> str:
@@ -232,12 +223,6 @@ def _item_count(text: str) -> int:
     return text.count(",") + (0 if text.endswith(",") else 1)
 
 
-def oversized_query(query: Mapping[str, str]) -> FieldError | None:
-    """More ranks or items than the model takes, counted on the raw text before anything is
-    split, so a huge URL or form costs a count of separators and renders no input."""
-    return _oversized(_params(query))
-
-
 def _oversized(params: Params) -> FieldError | None:
     for name, separator in RANK_SEPARATORS.items():
         values = params.get(name)
@@ -259,16 +244,12 @@ def _oversized(params: Params) -> FieldError | None:
     return None
 
 
-def read_lab_form(query: Mapping[str, str]) -> tuple[LabForm, list[FieldError], bool]:
+def _read_lab_form(params: Params) -> tuple[LabForm, list[FieldError], bool]:
     """The raw form from a query, a ``P`` error if any, and whether ``P`` resized it.
 
     A state with more ranks or items than the model takes reads as the lesson's example with
     the error: what was sent is neither split nor shown.
     """
-    return _read_lab_form(_params(query))
-
-
-def _read_lab_form(params: Params) -> tuple[LabForm, list[FieldError], bool]:
     too_large = _oversized(params)
     if too_large is not None:
         base = LESSON_ITEMS if too_large.param in ("targets", "weights") else LESSON_MEANS
@@ -323,67 +304,9 @@ def _read_lab_form(params: Params) -> tuple[LabForm, list[FieldError], bool]:
 
 
 def parse_lab(query: Mapping[str, str]) -> ParsedLab:
-    """Read the lab part of a query string (or a form) and validate it with the state model."""
-    params = _params(query)
-    return _quick_means(params) or _parse_lab(params)
-
-
-def _quick_means(params: Params) -> ParsedLab | None:
-    """``_parse_lab(params)`` for the common well-formed means form (every drag of the lab):
-    ``counts`` and ``means`` (one value listing every rank, or one value per rank as the page's
-    form sends them) of as many numbers, at most MAX_RANKS, ``P`` (if given) that many, and
-    numbers the state model accepts; None for anything else, which ``_parse_lab`` reads (and,
-    for a state the model refuses, names the field from the texts as typed)."""
-    counts = params.get("counts")
-    means = params.get("means")
-    if counts is None or means is None or "targets" in params or "weights" in params:
-        return None
-    for values in (counts, means):
-        if (len(values) if len(values) > 1 else values[0].count(",") + 1) > MAX_RANKS:
-            return None  # oversized: ``_parse_lab`` says so
-    firsts = _split(counts, ",")
-    seconds = _split(means, ",")
-    ranks = len(firsts)
-    if len(seconds) != ranks or ("P" in params and _whole(_last(params, "P", "")) != ranks):
-        return None
-    eta_values, w_values = params.get("eta"), params.get("w")
-    eta = eta_values[-1].strip() if eta_values else LESSON_MEANS.eta
-    w = w_values[-1].strip() if w_values else LESSON_MEANS.w
-    try:
-        body = {
-            "counts": list(map(float, firsts)),
-            "means": list(map(float, seconds)),
-            "eta": float(eta),
-            "w": float(w),
-        }
-        state = GradientRequest.model_validate(body)
-    except (ValueError, ValidationError):
-        return None
-    form = LabForm("means", tuple(firsts), tuple(seconds), eta, w, "")
-    counts_text = ",".join(firsts)
-    means_text = ",".join(seconds)
-    canonical = (
-        (("counts", counts_text), ("means", means_text), ("eta", eta), ("w", w))
-        if CANONICAL_NUMBERS.fullmatch(counts_text)
-        and CANONICAL_NUMBERS.fullmatch(means_text)
-        and CANONICAL_NUMBERS.fullmatch(eta)
-        and CANONICAL_NUMBERS.fullmatch(w)
-        else ()
-    )
-    return ParsedLab(form, state, (), False, canonical)
-
-
-# Numbers written as ``format_number`` writes their floats: no sign on 0, no leading zeros, no
-# trailing zeros after the point, at most 14 significant digits (such a decimal is the shortest
-# text that reads back as its float, so ``repr`` writes exactly it) and from 1e-4 up (``repr``'s
-# fixed notation). A drag's query is mostly written so: then it is the canonical query as is.
-_CANONICAL_NUMBER = r"(?:-?[1-9][0-9]{0,5}(?:\.[0-9]{0,7}[1-9])?|-?0\.(?!0000)[0-9]{0,7}[1-9]|0)"
-CANONICAL_NUMBERS = re.compile(rf"{_CANONICAL_NUMBER}(?:,{_CANONICAL_NUMBER})*")
-
-
-def _parse_lab(params: Params) -> ParsedLab:
-    """``parse_lab`` of any query: the form as typed, validated with the state model."""
-    form, p_errors, resized = _read_lab_form(params)
+    """Read the lab part of a query string (or a form) and validate it with the state model:
+    the form as typed, the state, and every error, each naming its field."""
+    form, p_errors, resized = _read_lab_form(_params(query))
     try:
         state = GradientRequest.model_validate(lab_input(form))
     except ValidationError as exc:
@@ -434,8 +357,9 @@ def encode(pairs: Sequence[tuple[str, str]]) -> str:
 def parse_ring(query: Mapping[str, str]) -> ParsedRing:
     """Read and validate the ring all-reduce panel's part of a query string."""
     defaults = astuple(RING_DEFAULT)
+    params = _params(query)
     raw = tuple(
-        _first(query, name, default) for name, default in zip(RING_PARAMS, defaults, strict=True)
+        _last(params, name, default) for name, default in zip(RING_PARAMS, defaults, strict=True)
     )
     form = RingForm(*raw)
     body = {

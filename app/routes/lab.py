@@ -12,7 +12,6 @@ from starlette.routing import request_response
 
 from app.lab.panel import PAGE_ROUTE, LabPanel, RingPanel, page_context
 from app.routes import lesson_page
-from app.web.querystring import query_params
 from app.web.templating import route_path, templates
 
 
@@ -87,7 +86,7 @@ def full_page(request: Request, context: dict[str, Any]) -> Response:
 async def lab(request: Request) -> Response:
     """The lab for the state in the query: for htmx its results pane, its pictures, its details
     or the whole lab (by HX-Target); else the whole page."""
-    context = page_context(query_params(request))
+    context = page_context(request.query_params)
     if request.headers.get("HX-Request") != "true":
         return full_page(request, context)
     panel: LabPanel = context["lab"]
@@ -106,7 +105,7 @@ async def lab(request: Request) -> Response:
 @router.get("/lab/ring", name="lab_ring", response_class=HTMLResponse)
 async def lab_ring(request: Request) -> Response:
     """The ring all-reduce panel for the query: results fragment (htmx) or the whole page."""
-    context = page_context(query_params(request))
+    context = page_context(request.query_params)
     if request.headers.get("HX-Request") != "true":
         return full_page(request, context)
     ring: RingPanel = context["ring"]

@@ -20,7 +20,6 @@ from app.routes.lesson_page import (
     Feedback,
 )
 from app.web.limits import BODY_RESPONSES
-from app.web.querystring import query_params
 from app.web.templating import route_path, templates
 
 
@@ -37,14 +36,14 @@ router = APIRouter(tags=["pages"], lifespan=_render_once)
 @router.get("/", response_class=HTMLResponse, name="lesson_page")
 async def lesson_page_get(request: Request) -> Response:
     """The whole lesson: text, formulas, tables, quizzes with the score so far, the lab."""
-    return lesson_page.render(request, page_context(query_params(request)))
+    return lesson_page.render(request, page_context(request.query_params))
 
 
 # Uptime checks and link checkers ask with HEAD; kept out of the schema (one operation per path).
 @router.head("/", include_in_schema=False)
 async def lesson_page_head(request: Request) -> Response:
     """The lesson page's headers."""
-    return lesson_page.render(request, page_context(query_params(request)))
+    return lesson_page.render(request, page_context(request.query_params))
 
 
 # The form is read by hand (to answer every fault with a message at the question); this
@@ -100,7 +99,7 @@ async def answer_quiz(request: Request) -> Response:
     lesson = lesson_page.rendered(request)
     results = lesson_page.results(request)
     log = lesson_page.attempts(request)
-    lab = page_context(query_params(request))
+    lab = page_context(request.query_params)
     form = await request.form()
     fields = {name: form.getlist(name) for name in ("question", "choice", "reveal")}
     try:
