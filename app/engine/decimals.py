@@ -73,20 +73,11 @@ def same_number(a: float | Fraction | int, b: float | Fraction | int) -> bool:
     return (as_decimal(a) if type(a) is float else a) == (as_decimal(b) if type(b) is float else b)
 
 
-def exact_sum(values: Iterable[float | Fraction | int]) -> Fraction:
-    """The exact sum, each float as written (``sum(Fraction(repr(v)))``) and the rest as they
-    are: the floats add as ints over their largest power-of-ten denominator, one gcd at the end."""
-    top, bottom = 0, 1
-    rest = Fraction(0)
-    for value in values:
-        if isinstance(value, float):
-            n, d = decimal_ratio(value)
-            if d == bottom:
-                top += n
-            elif d < bottom:
-                top += n * (bottom // d)
-            else:
-                top, bottom = top * (d // bottom) + n, d
-        else:
-            rest += value
-    return Fraction(top, bottom) + rest if rest else Fraction(top, bottom)
+def decimal_sum(ratios: Iterable[Ratio]) -> Fraction:
+    """The exact sum of ratios whose denominators are powers of ten (``decimal_ratio``): plain
+    integers over the largest denominator (a multiple of the others), one Fraction at the end."""
+    pairs = list(ratios)
+    if not pairs:
+        return Fraction(0)
+    top = max(d for _, d in pairs)
+    return Fraction(sum(n * (top // d) for n, d in pairs), top)

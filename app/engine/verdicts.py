@@ -13,12 +13,12 @@ of those numbers it is exactly 0, and the condition that makes them agree is nam
 """
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, NamedTuple
 
-from app.engine.decimals import decimal_ratio
+from app.engine.decimals import decimal_ratio, decimal_sum
 
 # Why the two weightings agree (the first that holds, in this order) or why they differ.
 Reason = Literal[
@@ -72,16 +72,6 @@ class Agreement:
     counted: Fraction
 
 
-def _decimal_sum(ratios: Iterable[tuple[int, int]]) -> Fraction:
-    """The exact sum of ratios whose denominators are powers of ten (``decimal_ratio``): plain
-    integers over the largest denominator (a multiple of the others), one Fraction at the end."""
-    pairs = list(ratios)
-    if not pairs:
-        return Fraction(0)
-    top = max(d for _, d in pairs)
-    return Fraction(sum(n * (top // d) for n, d in pairs), top)
-
-
 def exact_means(
     counts: Sequence[float], means: Sequence[float], plain_weights: Sequence[Fraction]
 ) -> Exact:
@@ -93,13 +83,13 @@ def exact_means(
     m = tuple(float(y) if x else 0.0 for x, y in zip(n, means, strict=True))
     n_ratios = [decimal_ratio(x) for x in n]
     m_ratios = [decimal_ratio(y) for y in m]
-    total = _decimal_sum(n_ratios)
+    total = decimal_sum(n_ratios)
     products = ((a * c, b * d) for (a, b), (c, d) in zip(n_ratios, m_ratios, strict=True))
-    counted = _decimal_sum(products) / total
+    counted = decimal_sum(products) / total
     groups: dict[Fraction, list[tuple[int, int]]] = {}
     for weight, ratio in zip(plain_weights, m_ratios, strict=True):
         groups.setdefault(weight, []).append(ratio)
-    plain = sum((weight * _decimal_sum(group) for weight, group in groups.items()), Fraction(0))
+    plain = sum((weight * decimal_sum(group) for weight, group in groups.items()), Fraction(0))
     return Exact(n, m, tuple(plain_weights), total, counted, plain)
 
 

@@ -32,7 +32,7 @@ Step = tuple[int, int | str]
 
 def _negative(value: Number) -> bool:
     # On the numerator: a Fraction's own comparison is many times slower.
-    return value.numerator < 0 if isinstance(value, Fraction) else value < 0
+    return value.numerator < 0 if type(value) is Fraction else value < 0
 
 
 def _whole(n: int) -> str:

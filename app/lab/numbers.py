@@ -98,23 +98,24 @@ def _exact_printed(x: _Expansion, digits: int) -> Printed:
         mantissa += 1
         if mantissa == _power(digits):
             mantissa, exponent = _power(digits - 1), exponent + 1
-    shown = str(mantissa).rstrip("0")
-    if -4 <= exponent < digits:  # fixed notation, as %g
-        if exponent >= 0:
-            whole = shown[: exponent + 1].ljust(exponent + 1, "0")
-            rest_text = shown[exponent + 1 :]
+    shown = str(mantissa).rstrip("0")  # the significant digits: 0.shown × 10^(exponent + 1)
+    size = len(shown)
+    exact, place = mantissa // _power(digits - size), exponent - size + 1  # exact × 10^place
+    if -4 <= exponent < digits:  # fixed notation, as %g: a whole number prints every digit
+        if place >= 0:
+            text, exact, place = shown + "0" * place, exact * _power(place), 0
+        elif exponent >= 0:
+            text = f"{shown[: exponent + 1]}.{shown[exponent + 1 :]}"
         else:
-            whole, rest_text = "0", "0" * (-exponent - 1) + shown
-        text = f"{whole}.{rest_text}" if rest_text else whole
-        exact, place = int(whole + rest_text), -len(rest_text)
+            text = f"0.{'0' * (-exponent - 1)}{shown}"
     else:
-        head = shown[0] + ("." + shown[1:] if len(shown) > 1 else "")
+        head = shown[0] + ("." + shown[1:] if size > 1 else "")
         text = f"{head}{TIMES}10{str(exponent).translate(SUPERSCRIPT)}"
-        exact, place = int(shown), exponent - (len(shown) - 1)
     if x.negative:
         text, exact = MINUS + text, -exact
     if place >= 0:
-        return Printed(text, (exact * _power(place), 1), (_power(place), 2))
+        unit = _power(place)
+        return Printed(text, (exact * unit, 1), (unit, 2))
     unit = _power(-place)
     return Printed(text, (exact, unit), (1, 2 * unit))
 
@@ -240,6 +241,11 @@ class Printer:
             expansion = self._expansions[id(value)] = _expand(value, digits + KEPT)
         return _exact_printed(expansion, digits)
 
+    def text(self, value: Number, digits: int) -> str:
+        """``fmt(value, digits)``: a float's text directly (quicker than its whole form), an
+        exact value's from its expansion."""
+        return fmt(value, digits) if type(value) is float else self(value, digits).text
+
     def all(self, values: Iterable[Number], digits: int) -> list[Printed]:
         """``[self(v, digits) for v in values]``, the float lookups inline."""
         forms = self._floats.get(digits)
@@ -276,12 +282,12 @@ def distinct_digits(
 ) -> int:
     """The fewest digits (6 up to ``most``) that print different values differently (``most``
     where none does)."""
-    show = Printer() if printer is None else printer
+    text = fmt if printer is None else printer.text
     values = list(values)
     for digits in range(DIGITS, most + 1):
         seen: dict[str, Number] = {}
         for value in values:  # by text: hashing a Fraction costs more than printing it
-            other = seen.setdefault(show(value, digits).text, value)
+            other = seen.setdefault(text(value, digits), value)
             if other is not value and other != value:
                 break
         else:
@@ -293,9 +299,9 @@ def fmt_distinct(
     values: Sequence[Number], most: int = MAX_DIGITS, printer: Printer | None = None
 ) -> tuple[str, ...]:
     """Values shown together: one digit count for all, the fewest that keeps them distinct."""
-    show = Printer() if printer is None else printer
-    digits = distinct_digits(values, most, show)
-    return tuple([show(v, digits).text for v in values])
+    text = fmt if printer is None else printer.text
+    digits = distinct_digits(values, most, printer)
+    return tuple([text(v, digits) for v in values])
 
 
 _ASCII_MINUS = re.compile(r"(?<![\w)\].])-(?=\.?\d)")

@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from app.engine import GradientResult, RingCost, Trajectory
-from app.engine.decimals import as_decimal, exact_sum
+from app.engine.decimals import as_decimal, decimal_ratio, decimal_sum
 from app.lab.equations import Formula, write
 from app.lab.numbers import MOST_DIGITS, Printer, distinct_digits, fmt, fmt_distinct
 from app.lab.sentences import lab_verdict
@@ -39,7 +39,7 @@ def figures(result: GradientResult, printer: Printer) -> Figures:
     shown_g, shown_rank_mean = fmt_distinct((g, rank_mean), MOST_DIGITS, printer)
     w_new, w_new_rank_mean = result.w_new, result.w_new_rank_mean
     if w_new and w_new_rank_mean:
-        shown_w_new, shown_w_new_rank_mean = fmt_distinct((w_new, w_new_rank_mean), printer=printer)
+        shown_w_new, shown_w_new_rank_mean = fmt_distinct((w_new, w_new_rank_mean))
     else:  # a step that rounds to 0 shows its exact value where that is not 0
         w, eta = as_decimal(result.w), as_decimal(result.eta)
         steps = ((w_new, w - eta * g), (w_new_rank_mean, w - eta * rank_mean))
@@ -85,7 +85,7 @@ def lines(result: GradientResult) -> Lines:
     g, rank_mean = result.agreement.counted, result.agreement.plain
     counts, means, ranks = list(result.counts), list(result.means), result.P
     factors, compensated = result.scale_factors, result.compensated_means
-    total = exact_sum(counts)
+    total = decimal_sum(map(decimal_ratio, counts))
     w, eta = as_decimal(result.w), as_decimal(result.eta)
     printer = Printer()
 
