@@ -1,185 +1,162 @@
-"""gzip (app/web/compression.py): what is compressed, what is left alone, and that every compressed
-answer decompresses to the bytes the app sent, for a whole body and a streamed one."""
+"""gzip as a client sees it (Starlette's GZipMiddleware, as app.main sets it): pages, panes and
+text assets compressed, with Vary; small answers, fonts, partial content and answers a client does
+not accept gzip for as they are; and the live class's Server-Sent Events, through a real uvicorn,
+neither compressed nor held back."""
 
+import asyncio
 import gzip
-from collections.abc import AsyncIterator
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import FileResponse, Response, StreamingResponse
-from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from app.web.compression import GzipMiddleware, accepts_gzip, incompressible
+from bench._servers import Server, free_port, launch, stop
+from tests.test_live import questions
 
-TEXT = ("the global item mean g = (1/N) Σ n_r ḡ_r, " * 40).encode()  # 1.8 kB, compresses well
-CHUNKS = [b"rank %d: " % r + TEXT for r in range(5)]
-
-
-@pytest.mark.parametrize(
-    ("value", "accepted"),
-    [
-        (b"gzip", True),
-        (b"gzip, deflate, br, zstd", True),
-        (b"br;q=1.0, GZIP;q=0.5", True),
-        (b"*", True),
-        (b"identity", False),
-        (b"deflate, br", False),
-        (b"gzip;q=0", False),
-        (b"gzip; q=0.000, deflate", False),
-        (b"gzip;q=nonsense", False),
-        (b"x-gzip", False),
-        (b"", False),
-    ],
-)
-def test_accept_encoding_is_read_by_coding_and_quality(value: bytes, accepted: bool) -> None:
-    assert accepts_gzip(value) is accepted
+FONT = "/static/vendor/stix-two-math/STIXTwoMath-Regular.woff2"
+CSS = "/static/css/site.css"
+PANE = "/lab?counts=2,6,3&means=1,3,-2&eta=0.1&w=10"
+PANE_HEADERS = {"HX-Request": "true", "HX-Target": "lab-results"}
 
 
-async def whole(request: Request) -> Response:
-    return Response(TEXT, media_type="text/html", headers={"Vary": "HX-Request"})
+def raw(
+    client: TestClient, path: str, accept: str = "gzip", **headers: str
+) -> tuple[httpx.Headers, bytes]:
+    """The answer's headers and its bytes as they came over the wire (not decoded)."""
+    sent = {"Accept-Encoding": accept, **headers}
+    with client.stream("GET", path, headers=sent) as answer:
+        return answer.headers, b"".join(answer.iter_raw())
 
 
-async def small(request: Request) -> Response:
-    return Response(TEXT[:100], media_type="text/plain")
-
-
-async def streamed(request: Request) -> StreamingResponse:
-    async def chunks() -> AsyncIterator[bytes]:
-        for chunk in CHUNKS:
-            yield chunk
-
-    return StreamingResponse(chunks(), media_type="text/plain")
-
-
-async def png(request: Request) -> Response:
-    return Response(TEXT, media_type="image/png")
-
-
-async def svg(request: Request) -> Response:
-    return Response(TEXT, media_type="image/svg+xml")
-
-
-async def encoded(request: Request) -> Response:
-    body = gzip.compress(TEXT)
-    return Response(body, media_type="text/plain", headers={"Content-Encoding": "gzip"})
-
-
-async def partial(request: Request) -> Response:
-    return Response(TEXT, status_code=206, media_type="text/plain")
-
-
-async def font(request: Request) -> FileResponse:
-    return FileResponse(request.app.state.font, media_type="font/woff2")
-
-
-@pytest.fixture
-def client(tmp_path: Path) -> TestClient:
-    paths = {f.__name__: f for f in (whole, small, streamed, png, svg, encoded, partial, font)}
-    app = Starlette(routes=[Route(f"/{name}", f) for name, f in paths.items()])
-    app.state.font = tmp_path / "font.woff2"
-    app.state.font.write_bytes(TEXT)
-    app.add_middleware(GzipMiddleware, minimum_size=500, level=1)
-    return TestClient(app)
-
-
-def raw(client: TestClient, path: str, accept: str = "gzip") -> tuple[dict[str, str], bytes]:
-    with client.stream("GET", path, headers={"Accept-Encoding": accept}) as answer:
-        return dict(answer.headers), b"".join(answer.iter_raw())
-
-
-def test_svg_is_text_and_compressed(client: TestClient) -> None:
-    headers, body = raw(client, "/svg")
-    assert headers["content-encoding"] == "gzip"
-    assert gzip.decompress(body) == TEXT
-
-
-def test_a_whole_body_is_compressed_with_its_length_and_vary(client: TestClient) -> None:
-    headers, body = raw(client, "/whole")
-    assert headers["content-encoding"] == "gzip"
-    assert body[:3] == b"\x1f\x8b\x08"
-    assert gzip.decompress(body) == TEXT
-    assert int(headers["content-length"]) == len(body) < len(TEXT) / 4
-    assert headers["vary"] == "HX-Request, Accept-Encoding"
-
-
-def test_a_streamed_body_is_compressed_chunk_by_chunk(client: TestClient) -> None:
-    headers, body = raw(client, "/streamed")
-    assert headers["content-encoding"] == "gzip"
-    assert "content-length" not in headers
-    assert gzip.decompress(body) == b"".join(CHUNKS)
-    assert len(body) < len(b"".join(CHUNKS)) / 4
-
-
-@pytest.mark.parametrize("path", ["/whole", "/streamed", "/small"])
-def test_without_gzip_accepted_the_bytes_are_as_sent_and_vary_says_why(
-    client: TestClient, path: str
+@pytest.mark.parametrize(("path", "headers"), [("/", {}), (CSS, {}), (PANE, PANE_HEADERS)])
+def test_text_is_compressed_and_decompresses_to_the_plain_answer(
+    client: TestClient, path: str, headers: dict[str, str]
 ) -> None:
-    plain = {"/whole": TEXT, "/streamed": b"".join(CHUNKS), "/small": TEXT[:100]}[path]
-    for accept in ("identity", "gzip;q=0"):
-        headers, body = raw(client, path, accept)
-        assert "content-encoding" not in headers
-        assert body == plain
-        assert "Accept-Encoding" in headers["vary"]
+    zipped_headers, zipped = raw(client, path, "gzip, deflate, br, zstd", **headers)
+    plain_headers, plain = raw(client, path, "identity", **headers)
+    assert zipped_headers["content-encoding"] == "gzip"
+    assert zipped[:3] == b"\x1f\x8b\x08"
+    assert gzip.decompress(zipped) == plain
+    assert int(zipped_headers["content-length"]) == len(zipped) < len(plain) / 2
+    assert "content-encoding" not in plain_headers
+    # Caches keep the two encodings apart: both answers name Accept-Encoding in Vary.
+    for answer in (zipped_headers, plain_headers):
+        assert "Accept-Encoding" in answer["vary"]
 
 
-def test_a_small_answer_is_not_compressed(client: TestClient) -> None:
-    headers, body = raw(client, "/small")
+def test_the_pane_keeps_its_own_vary(client: TestClient) -> None:
+    headers, _ = raw(client, PANE, **PANE_HEADERS)
+    assert headers["vary"] == "HX-Request, HX-Target, Accept-Encoding"
+
+
+def test_a_small_answer_is_sent_as_it_is(client: TestClient) -> None:
+    headers, body = raw(client, "/healthz")
+    assert len(body) < 500
     assert "content-encoding" not in headers
-    assert body == TEXT[:100]
-    assert headers["content-length"] == "100"
+    assert int(headers["content-length"]) == len(body)
 
 
-@pytest.mark.parametrize("path", ["/png", "/font", "/partial"])
-def testincompressible_types_and_partial_content_pass_as_they_are(
-    client: TestClient, path: str
-) -> None:
-    headers, body = raw(client, path)
+def test_a_font_is_compressed_already_and_sent_as_it_is(client: TestClient) -> None:
+    headers, body = raw(client, FONT)
     assert "content-encoding" not in headers
-    assert body == TEXT
-    assert "vary" not in headers
+    assert body[:4] == b"wOF2"
+    assert int(headers["content-length"]) == len(body) > 500
 
 
-@pytest.mark.parametrize(
-    ("media_type", "passed_as_is"),
-    [
-        (b"image/png", True),
-        (b"IMAGE/WEBP; q=1", True),
-        (b"font/woff2", True),
-        (b"audio/ogg", True),
-        (b"video/mp4; codecs=avc1", True),
-        (b"text/event-stream", True),
-        (b"image/svg+xml", False),
-        (b"text/html; charset=utf-8", False),
-        (b"application/json", False),
-        (b"font/woff3", False),
-        (b"audio", False),
-    ],
-)
-def test_media_types_are_read_by_type_and_family(media_type: bytes, passed_as_is: bool) -> None:
-    # Named types match whole; a family ("audio/") matches every type in it.
-    assert incompressible(media_type) is passed_as_is
-
-
-def test_an_answer_encoded_already_is_not_encoded_twice(client: TestClient) -> None:
-    headers, body = raw(client, "/encoded")
-    assert headers["content-encoding"] == "gzip"
-    assert gzip.decompress(body) == TEXT
+def test_partial_content_is_the_bytes_asked_for(client: TestClient) -> None:
+    _, whole = raw(client, CSS, "identity")
+    headers, part = raw(client, CSS, Range="bytes=0-999")
+    assert "content-encoding" not in headers
+    assert part == whole[:1000]
 
 
 def test_a_head_request_gets_the_headers_of_its_get(client: TestClient) -> None:
-    head = client.head("/whole", headers={"Accept-Encoding": "gzip"})
-    get, body = raw(client, "/whole", "gzip")
+    head = client.head(CSS, headers={"Accept-Encoding": "gzip"})
+    get_headers, body = raw(client, CSS)
     assert head.status_code == 200
     assert head.content == b""
-    for name in ("content-encoding", "content-length", "vary"):
-        assert head.headers[name] == get[name]
-    assert int(get["content-length"]) == len(body)
+    assert head.headers["content-type"] == get_headers["content-type"]
+    assert int(get_headers["content-length"]) == len(body)
 
 
-@pytest.mark.parametrize("level", [-1, 4, 9])
-def test_levels_outside_isa_l_are_refused(level: int) -> None:
-    with pytest.raises(ValueError, match="levels 0-3"):
-        GzipMiddleware(Starlette(), level=level)
+# ---- the live class's stream, through a real server --------------------------------------------
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "ATLAS_DATA_DIR": str(tmp_path / "data"),
+        "ATLAS_SECRET_KEY": "test-compression-key",
+        "ATLAS_CONFIRM_ENABLED": "false",
+    }
+    command = [sys.executable, "-m", "app", "--port", str(port), "--log-level", "warning"]
+    running = launch(command, port=port, ready_path="/healthz", env=env)
+    try:
+        yield running
+    finally:
+        stop(running)
+
+
+async def _next_event(chunks: "asyncio.Queue[bytes]", seen: bytearray) -> bytes:
+    """The stream's next whole event (up to its blank line), as raw bytes, within 5 s."""
+    while b"\n\n" not in seen and b"\r\n\r\n" not in seen:
+        seen += await asyncio.wait_for(chunks.get(), 5.0)
+    for end in (b"\r\n\r\n", b"\n\n"):
+        if end in seen:
+            event, _, rest = seen.partition(end)
+            seen[:] = rest
+            return bytes(event)
+    raise AssertionError("unreachable")
+
+
+def test_server_sent_events_are_neither_compressed_nor_held_back(server: Server) -> None:
+    """A browser that accepts gzip opens the class's stream: it answers as text/event-stream
+    without a Content-Encoding, its first event (the current state) arrives while the stream
+    stays open, and a change made afterwards arrives as the next event, unbuffered."""
+
+    async def run() -> None:
+        gzip_please = {"Accept-Encoding": "gzip, deflate, br, zstd"}
+        async with (
+            httpx.AsyncClient(base_url=server.url, timeout=30, headers=gzip_please) as host,
+            httpx.AsyncClient(base_url=server.url, timeout=30, headers=gzip_please) as pupil,
+        ):
+            started = await host.post("/class/new")
+            assert started.status_code == 303
+            code = started.headers["location"].split("/")[2]
+            joined = await pupil.post("/join", data={"code": code, "nickname": "Ada"})
+            assert joined.status_code == 303
+            chunks: asyncio.Queue[bytes] = asyncio.Queue()
+            opened: asyncio.Future[httpx.Headers] = asyncio.get_running_loop().create_future()
+
+            async def follow() -> None:
+                async with pupil.stream("GET", f"/class/{code}/events") as answer:
+                    opened.set_result(answer.headers)
+                    async for chunk in answer.aiter_raw():
+                        await chunks.put(chunk)
+
+            reader = asyncio.create_task(follow())
+            try:
+                headers = await asyncio.wait_for(opened, 5.0)
+                assert headers["content-type"].startswith("text/event-stream")
+                assert "content-encoding" not in headers
+                seen = bytearray()
+                first = await _next_event(chunks, seen)
+                assert first[:2] != b"\x1f\x8b"
+                assert b"event: class" in first
+                # A change after the stream opened reaches it as an event of its own.
+                question = questions()[0].id
+                asked = await host.post(f"/class/{code}/ask", data={"question": question})
+                assert asked.status_code == 303
+                marker = f'value="{question}"'.encode()
+                while marker not in (changed := await _next_event(chunks, seen)):
+                    assert changed[:2] != b"\x1f\x8b"
+            finally:
+                reader.cancel()
+
+    asyncio.run(run())

@@ -132,8 +132,8 @@ def test_page_and_assets_are_gzipped(client: TestClient) -> None:
 
 
 def test_the_lab_pane_is_gzipped_and_holds_the_same_bytes(client: TestClient) -> None:
-    """A browser asks for gzip: the drag's answer comes compressed (by ISA-L, at the level
-    app.main sets: app/web/compression.py) and decompresses to the answer sent without gzip."""
+    """A browser asks for gzip: the drag's answer comes compressed (at the level app.main
+    sets) and decompresses to the answer sent without gzip."""
     url = "/lab?counts=2,6,3&means=1,3,-2&eta=0.1&w=10"
     pane = {"HX-Request": "true", "HX-Target": "lab-results"}
     plain = client.get(url, headers={**pane, "Accept-Encoding": "identity"})
