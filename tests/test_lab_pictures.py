@@ -7,6 +7,7 @@ from fractions import Fraction
 import pytest
 
 from app.engine import GradientResult, from_means
+from app.lab.axes import nice_ceiling
 from app.lab.numbers import fmt
 from app.lab.pictures import (
     AXIS_Y,
@@ -28,7 +29,6 @@ from app.lab.pictures import (
     implied_path,
     number_line,
 )
-from app.lab.scale import nice_ceiling
 from tests.lab_states import means_state
 
 LESSON = means_state(counts=(2.0, 6.0), means=(1.0, 3.0), eta=0.1, w=10.0)

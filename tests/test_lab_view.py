@@ -14,25 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engine import EngineError, from_items, from_means, ring_allreduce, trajectory
+from app.lab.axes import BOTTOM, LEFT, RIGHT, TOP, nice_ceiling, nice_range
+from app.lab.bar_charts import counts_chart, influence_chart
 from app.lab.numbers import fmt
+from app.lab.path_chart import trajectory_chart
 from app.lab.pictures import implied_path
 from app.lab.view import (
-    BOTTOM,
-    LEFT,
-    RIGHT,
-    TOP,
     LabCharts,
     LabDetails,
     LabView,
-    counts_chart,
-    influence_chart,
     lab_charts,
     lab_details,
     lab_view,
-    nice_ceiling,
-    nice_range,
     ring_view,
-    trajectory_chart,
 )
 from app.lab.worked import fmt_seconds
 from tests.lab_states import items_state, means_state, ring_state

@@ -12,15 +12,9 @@ from itertools import pairwise
 
 import pytest
 
-from app.lab.view import (
-    BOTTOM,
-    CHAR_WIDTH,
-    HEIGHT,
-    LEFT,
-    RIGHT,
-    TOP,
+from app.lab.axes import BOTTOM, CHAR_WIDTH, HEIGHT, LEFT, RIGHT, TOP, coordinate
+from app.lab.path_chart import (
     Box,
-    _n,
     _points,
     _probes,
     _step_axis,
@@ -158,6 +152,6 @@ def test_curve_points_print_each_y_as_two_decimals() -> None:
             if len(ys) < 2 * steps + 2:
                 break
             assert _points(_step_axis(steps)[2], ys) == [
-                " ".join(f"{x},{_n(y)}" for x, y in zip(xs, curve, strict=True))
+                " ".join(f"{x},{coordinate(y)}" for x, y in zip(xs, curve, strict=True))
                 for curve in (ys[: steps + 1], ys[steps + 1 :])
             ]

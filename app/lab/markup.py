@@ -13,9 +13,11 @@ comparison holds there too (its ticks, marks and dot titles hold no apostrophe e
 
 from markupsafe import Markup
 
+from app.lab.bar_charts import BarChart
 from app.lab.numbers import MINUS
+from app.lab.path_chart import LineChart
 from app.lab.pictures import NumberLine
-from app.lab.view import BarChart, LineChart, RankRow
+from app.lab.view import RankRow
 from app.web.templating import templates
 
 

@@ -9,8 +9,8 @@ from typing import NamedTuple, Protocol
 
 from app.engine import GradientResult, Trajectory, trajectory
 from app.engine.decimals import decimal_ratio
+from app.lab.axes import CHAR_WIDTH, coordinate, nice_ceiling
 from app.lab.query import DEFAULT_STEPS
-from app.lab.scale import nice_ceiling
 from app.lab.state import GradientRequest
 
 LINE_WIDTH, LINE_HEIGHT = 360.0, 150.0
@@ -18,8 +18,6 @@ LINE_LEFT, LINE_RIGHT = 24.0, 336.0
 AXIS_Y = 78.0
 # The largest dot's radius; a dot's area is proportional to its rank's count.
 DOT_RADIUS = 20.0
-# A label's width estimate in viewBox units per character (the charts' 14-unit type).
-CHAR_WIDTH = 8.0
 
 
 class Formatter(Protocol):
@@ -66,10 +64,6 @@ class NumberLine(NamedTuple):
     tick_y: str
 
 
-def _n(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".")
-
-
 def _bounds(values: list[float]) -> tuple[float, float]:
     low, high = min(values), max(values)
     if high - low < 1e-9 * max(1.0, abs(high)):
@@ -93,7 +87,7 @@ VIEW_BOX = f"0 0 {LINE_WIDTH:g} {LINE_HEIGHT:g}"
 DOT_LABEL_Y = f"{AXIS_Y + 5:g}"
 TICK_Y = f"{AXIS_Y + DOT_RADIUS + 18:g}"
 RANK_MEAN_LABEL_Y = f"{LINE_HEIGHT - 6:g}"
-LEFT, RIGHT, AXIS = _n(LINE_LEFT), _n(LINE_RIGHT), _n(AXIS_Y)
+LEFT, RIGHT, AXIS = coordinate(LINE_LEFT), coordinate(LINE_RIGHT), coordinate(AXIS_Y)
 LINE_LENGTH = LINE_RIGHT - LINE_LEFT
 
 
@@ -118,7 +112,7 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
             radius = 5.0
             title = f"rank {r}: empty, counted as 0 by the plain rank mean"
         at = LINE_LEFT + (mean - low) / span * LINE_LENGTH
-        dots.append(Dot(_n(at), _n(radius), str(r), DOT_LABEL_Y, title, count <= 0))
+        dots.append(Dot(coordinate(at), coordinate(radius), str(r), DOT_LABEL_Y, title, count <= 0))
     shown_g, shown_rank_mean = fmt(g), fmt(rank_mean)
     markers = []
     for value, text, kind, label_y in (
@@ -127,16 +121,23 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
     ):
         at = LINE_LEFT + (value - low) / span * LINE_LENGTH
         label_x, anchor = _label_x(at, text)
-        marked = _n(at)
+        marked = coordinate(at)
         markers.append(
-            Marker(marked, text, marked if label_x == at else _n(label_x), label_y, anchor, kind)
+            Marker(
+                marked,
+                text,
+                marked if label_x == at else coordinate(label_x),
+                label_y,
+                anchor,
+                kind,
+            )
         )
     # Round values along the axis (about four steps), never the padded ends themselves.
     step = nice_ceiling(span / 4)
     ticks = []
     for k in range(math.ceil(low / step), math.floor(high / step) + 1):
         value = k * step
-        ticks.append((_n(LINE_LEFT + (value - low) / span * LINE_LENGTH), fmt(value, 4)))
+        ticks.append((coordinate(LINE_LEFT + (value - low) / span * LINE_LENGTH), fmt(value, 4)))
     dots_text = "; ".join([d.title for d in dots])
     # Positional: the fields in NumberLine's order (a little quicker than by keyword).
     return NumberLine(

@@ -1,0 +1,341 @@
+"""The SGD paths' picture: w over the steps under both schemes, each fixed point as a guide
+with its label placed clear of both curves, and the words beside it.
+"""
+
+import math
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from functools import lru_cache
+from itertools import pairwise
+from typing import NamedTuple
+
+from app.engine import Trajectory
+from app.lab.axes import (
+    BOTTOM,
+    CHAR_WIDTH,
+    FRAME,
+    LEFT,
+    RIGHT,
+    TOP,
+    Frame,
+    Tick,
+    coordinate,
+    nice_range,
+    range_ticks,
+)
+from app.lab.numbers import minus_signs
+from app.lab.worked import PathWords, path_words
+
+
+# The SGD chart's records are named tuples too (see Bar): the results pane builds them on every
+# slider step.
+class Line(NamedTuple):
+    points: str
+    kind: str
+    label: str
+
+
+class GuideLabel(NamedTuple):
+    """A fixed point's label on the line chart: where its text starts, and what it says."""
+
+    x: str
+    y: str
+    label: str
+    kind: str
+
+
+class LineChart(NamedTuple):
+    title: str
+    description: str
+    frame: Frame
+    lines: tuple[Line, ...]
+    guides: tuple[Line, ...]
+    guide_labels: tuple[GuideLabel, ...]
+    ticks: tuple[Tick, ...]
+    step_ticks: tuple[Tick, ...]
+
+
+class TrajectoryView(NamedTuple):
+    """The SGD paths' text: per scheme a verb (heads to, oscillates around, diverges from),
+    its fixed point and a clause with the step's contraction factor."""
+
+    steps: str
+    start: str
+    fixed_point_global: str
+    fixed_point_rank_mean: str
+    global_verb: str
+    rank_mean_verb: str
+    global_clause: str
+    rank_mean_clause: str
+    final_global: str
+    final_rank_mean: str
+    loss_final_global: str
+    loss_final_rank_mean: str
+    chart: LineChart
+    warnings: tuple[str, ...]
+
+
+def _x_step(step: int, steps: int) -> float:
+    return LEFT + step / max(steps, 1) * (RIGHT - LEFT)
+
+
+class Box(NamedTuple):
+    """A label's box in viewBox units: left and right, text baseline, top and bottom (a named
+    tuple, as the chart's other records: two are built on every slider step)."""
+
+    x0: float
+    x1: float
+    baseline: float
+
+    @property
+    def top(self) -> float:
+        return self.baseline - 11  # the 14-unit type's ascent
+
+    @property
+    def bottom(self) -> float:
+        return self.baseline + 3
+
+    def holds(self, x: float, y: float) -> bool:
+        return self.x0 - 2 <= x <= self.x1 + 2 and self.top - 2 <= y <= self.bottom + 2
+
+    def meets(self, other: "Box") -> bool:
+        return not (
+            self.x1 < other.x0
+            or other.x1 < self.x0
+            or self.bottom < other.top
+            or other.bottom < self.top
+        )
+
+
+# A curve is tested at its start and, along each segment, at points evenly spaced no further
+# apart (in x) than this, the last at (about) the segment's end: for t = 1 … parts,
+# (xa + (xb - xa) * t / parts, ya + (yb - ya) * t / parts), parts = max(1, ⌈(xb - xa) / 3⌉).
+SPACING = 3.0
+# A tested point lies between its segment's ends but for rounding: far below this for ys in
+# viewBox units (a few hundred at most: three roundings of about 1e-14 each).
+ROUNDING = 1e-9
+
+
+class Probes(NamedTuple):
+    """The tested points of a curve of a run of ``steps`` steps (the same xs for both curves):
+    their xs, left to right; for each, its segment ``k`` (from step k to k + 1; -1 for the
+    curve's start); and per segment the index of its first tested point and how many it has
+    (``parts``: its t = 1 … parts)."""
+
+    x: list[float]
+    segment: list[int]
+    first: list[int]
+    parts: list[int]
+
+
+@lru_cache(maxsize=16)
+def _probes(steps: int) -> Probes:
+    """Geometry, not a result: the same for every run of ``steps`` steps."""
+    xs = _step_axis(steps)[0]
+    x, segment, first, parts = [xs[0]], [-1], [], []
+    for k in range(steps):
+        xa, xb = xs[k], xs[k + 1]
+        count = max(1, math.ceil((xb - xa) / SPACING))
+        first.append(len(x))
+        parts.append(count)
+        for step in range(1, count + 1):
+            x.append(xa + (xb - xa) * step / count)
+            segment.append(k)
+    # Sorted, so the points between two xs are a slice (bisect).
+    assert all(left < right for left, right in pairwise(x))
+    return Probes(x, segment, first, parts)
+
+
+def curve_meets(
+    ys: Sequence[float], steps: int, x_range: tuple[float, float], y_range: tuple[float, float]
+) -> bool:
+    """Whether a tested point of either curve lies in ``x_range`` by ``y_range`` (bounds
+    included). ``ys``: both curves' ys at each step, one curve after the other (then
+    anything). A segment whose ends are both beyond the y range by more than rounding holds
+    none; the others' points are worked out, ``ya + (yb - ya) * t / parts`` as floats."""
+    probes = _probes(steps)
+    x = probes.x
+    begin, end = bisect_left(x, x_range[0]), bisect_right(x, x_range[1])
+    if begin >= end:
+        return False
+    low, high = y_range
+    below, above = low - ROUNDING, high + ROUNDING
+    first_k, last_k = max(probes.segment[begin], 0), probes.segment[end - 1]
+    n = steps + 1
+    for start in (0, n):
+        # Both ends of every segment in range (or the start alone).
+        ends = ys[start + first_k : start + last_k + 2]
+        if max(ends) < below or min(ends) > above:
+            continue
+        if begin == 0 and low <= ys[start] <= high:
+            return True
+        for k in range(first_k, last_k + 1):
+            ya, yb = ys[start + k], ys[start + k + 1]
+            if (ya if ya > yb else yb) < below or (yb if ya > yb else ya) > above:
+                continue
+            first, parts = probes.first[k], probes.parts[k]
+            rise = yb - ya
+            for index in range(max(begin, first), min(end, first + parts)):
+                if low <= rise * (index - first + 1) / parts + ya <= high:
+                    return True
+    return False
+
+
+def place_label(
+    text: str,
+    guide_y: float,
+    start_y: float,
+    ys: Sequence[float],
+    steps: int,
+    guide_ys: Sequence[float],
+    placed: Sequence[Box],
+) -> Box:
+    """Where a fixed point's label goes: beside its guide, clear of both curves, the other
+    guide and the labels already placed. Tried in order: the side of the guide away from the
+    start value (where its own curve never goes), at the left, middle and right of the plot;
+    then the other side; then the margin above the plot. ``ys``: both curves' ys at each of
+    ``steps`` steps (as ``curve_meets``); a curve is clear of a box when ``box.holds`` none of
+    its tested points."""
+    width = len(text) * CHAR_WIDTH
+    below, above = guide_y + 15, guide_y - 5
+    sides = (below, above) if start_y <= guide_y else (above, below)
+    lefts = (LEFT + 6, LEFT + (RIGHT - LEFT - width) / 2, RIGHT - width - 2)
+    # Candidates by baseline, each with its x0s in order. Last resort (curves everywhere, e.g.
+    # an oscillating run): the margin above the plot, where no curve goes, told apart by colour.
+    rows: list[tuple[float, tuple[float, ...]]] = [
+        (min(max(side, TOP + 11), BOTTOM - 3), lefts) for side in sides
+    ]
+    rows.append((TOP - 8, (LEFT, RIGHT - width)))
+    guides = sorted(guide_ys)
+    for baseline, row in rows:
+        top, bottom = baseline - 11, baseline + 3  # Box.top and Box.bottom
+        k = bisect_left(guides, top - 1)
+        if k < len(guides) and guides[k] <= bottom + 1:
+            continue  # it crosses a guide (whatever its x)
+        for x0 in row:
+            x1 = x0 + width
+            if placed and any(
+                not (x1 < other.x0 or other.x1 < x0 or bottom < other.top or other.bottom < top)
+                for other in placed
+            ):
+                continue  # it meets a label already placed
+            if not curve_meets(ys, steps, (x0 - 2, x1 + 2), (top - 2, bottom + 2)):  # Box.holds
+                return Box(x0, x1, baseline)
+    baseline, row = rows[0]
+    return Box(row[0], row[0] + width, baseline)
+
+
+@lru_cache(maxsize=16)
+def _step_axis(steps: int) -> tuple[tuple[float, ...], tuple[str, ...], str]:
+    """Each step's x and its text, and both curves' ``points`` with ``%.2f`` for each step's y
+    and a space after it, the curves apart by a line break: the same for every run of
+    ``steps`` steps (geometry, not a result)."""
+    xs = tuple(_x_step(k, steps) for k in range(steps + 1))
+    texts = tuple(coordinate(x) for x in xs)
+    curve = "".join(f"{x},%.2f " for x in texts)
+    return xs, texts, f"{curve}\n{curve}"
+
+
+# Each y is formatted: all of a chart's in one call is quicker in the running app than reading
+# texts from a table of every hundredth (some 17,600 strings, out of the processor's caches again
+# by the next request).
+
+
+def _points(template: str, ys: list[float]) -> list[str]:
+    """Both curves' ``points`` (each step's x and ``coordinate`` of its y) from
+    ``_step_axis``'s ``%.2f`` template and both curves' ys: one formatting call, then
+    coordinate's zeros dropped. Only a y's text is followed by a space, so "0 " is its last
+    decimal 0: drop it, and then a "." left bare ("12.00" → "12.0" → "12"; "12.50" → "12.5";
+    "100.00" → "100")."""
+    text = (template % tuple(ys)).replace("0 ", " ").replace(".0 ", " ")
+    return text[:-1].split(" \n")
+
+
+GUIDE_FROM, GUIDE_TO = coordinate(LEFT), coordinate(RIGHT)
+
+
+@lru_cache(maxsize=16)
+def _step_ticks(steps: int) -> tuple[Tick, ...]:
+    """Ticks at the first, middle and last step (geometry, the same for every run of ``steps``).
+
+    The last step label ends at the right edge of the plot, so it is never cut off."""
+    x_texts = _step_axis(steps)[1]
+    return tuple(
+        Tick(x_texts[k], str(k), "end" if k == steps and k else "middle")
+        for k in sorted({0, steps // 2, steps})
+    )
+
+
+def trajectory_chart(path: Trajectory, words: PathWords | None = None) -> LineChart:
+    """w over the SGD steps under both schemes, with each scheme's fixed point as a guide."""
+    words = words or path_words(path)
+    n = path.steps + 1
+    values = (
+        *path.w_global,
+        *path.w_rank_mean,
+        path.fixed_point_global,
+        path.fixed_point_rank_mean,
+    )
+    low, high, step = nice_range(min(values), max(values))
+    span = high - low or 1.0
+    height = BOTTOM - TOP
+    ys = [BOTTOM - (value - low) / span * height for value in values]  # value_y of each value
+    points_global, points_rank_mean = _points(_step_axis(path.steps)[2], ys[: 2 * n])
+    lines = (
+        Line(points_global, "global", "global item mean"),
+        Line(points_rank_mean, "rank-mean", "plain rank mean"),
+    )
+    y_global, y_rank_mean = coordinate(ys[2 * n]), coordinate(ys[2 * n + 1])
+    guides = (
+        Line(f"{GUIDE_FROM},{y_global} {GUIDE_TO},{y_global}", "global", ""),
+        Line(f"{GUIDE_FROM},{y_rank_mean} {GUIDE_TO},{y_rank_mean}", "rank-mean", ""),
+    )
+    labels = (words.global_course.label, words.rank_mean_course.label)
+    guide_ys = ys[2 * n :]
+    placed: list[Box] = []
+    for text, guide_y in zip(labels, guide_ys, strict=True):
+        placed.append(place_label(text, guide_y, ys[0], ys, path.steps, guide_ys, placed))
+    box_global, box_rank_mean = placed
+    # Positional: the fields in LineChart's order (a little quicker than by keyword).
+    return LineChart(
+        "w over the SGD steps",
+        words.description,
+        FRAME,
+        lines,
+        guides,
+        (
+            GuideLabel(
+                coordinate(box_global.x0), coordinate(box_global.baseline), labels[0], "global"
+            ),
+            GuideLabel(
+                coordinate(box_rank_mean.x0),
+                coordinate(box_rank_mean.baseline),
+                labels[1],
+                "rank-mean",
+            ),
+        ),
+        range_ticks(low, high, step),
+        _step_ticks(path.steps),
+    )
+
+
+def trajectory_view(path: Trajectory) -> TrajectoryView:
+    words = path_words(path)
+    global_course, rank_mean_course = words.global_course, words.rank_mean_course
+    # Positional: the fields in TrajectoryView's order (a little quicker than by keyword).
+    return TrajectoryView(
+        str(path.steps),
+        words.start,
+        global_course.fixed_point,
+        rank_mean_course.fixed_point,
+        global_course.verb,
+        rank_mean_course.verb,
+        global_course.clause,
+        rank_mean_course.clause,
+        words.final_global,
+        words.final_rank_mean,
+        words.loss_final_global,
+        words.loss_final_rank_mean,
+        trajectory_chart(path, words),
+        tuple(map(minus_signs, path.warnings)),
+    )
