@@ -11,6 +11,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
+from jinja2_fragments.fastapi import Jinja2Blocks
 from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Lifespan, Receive, Scope, Send
@@ -32,7 +33,7 @@ from app.web.security import (
     SecurityHeadersMiddleware,
     TrustedHostsMiddleware,
 )
-from app.web.templating import AssetFiles
+from app.web.templating import AssetFiles, create_templates
 
 log = logging.getLogger("atlas")
 VERSION = "0.1.0"
@@ -59,9 +60,9 @@ def _serve_lesson(app: FastAPI, course: Course, item: CourseLesson) -> None:
     app.state.rendered_lesson = item.rendered
     app.state.lesson_parts = item.parts
     app.title = _title(item)
-    if item.parts.any:
-        lab.serve(app)
     routers = [pages.router]
+    if item.parts.any:
+        routers.append(lab.router)
     if item.parts.gradient_lab:
         routers.append(api.router)
     if item.parts.confirm:
@@ -70,10 +71,12 @@ def _serve_lesson(app: FastAPI, course: Course, item: CourseLesson) -> None:
         app.include_router(router)
 
 
-def _api_app(title: str, settings: Settings, lifespan: Lifespan[FastAPI] | None) -> FastAPI:
+def _api_app(
+    title: str, settings: Settings, templates: Jinja2Blocks, lifespan: Lifespan[FastAPI] | None
+) -> FastAPI:
     """A FastAPI app with this project's /docs (vendored Swagger UI; FastAPI's own pages load
-    from a CDN, and there is no /redoc), its short 422s, its error pages, and the static
-    files."""
+    from a CDN, and there is no /redoc), its short 422s, its error pages, its templates and the
+    static files."""
     telemetry = settings.opentelemetry  # off: no per-request check for a configured provider
     app = FastAPI(
         title=title,
@@ -84,6 +87,7 @@ def _api_app(title: str, settings: Settings, lifespan: Lifespan[FastAPI] | None)
         telemetry={"tracing": telemetry, "metrics": telemetry, "logs": telemetry},
     )
     app.state.settings = settings
+    app.state.templates = templates
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(HTTPException, http_error)
     app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
@@ -91,9 +95,11 @@ def _api_app(title: str, settings: Settings, lifespan: Lifespan[FastAPI] | None)
     return app
 
 
-def _lesson_app(settings: Settings, lifespan: Lifespan[FastAPI] | None = None) -> FastAPI:
+def _lesson_app(
+    settings: Settings, templates: Jinja2Blocks, lifespan: Lifespan[FastAPI] | None = None
+) -> FastAPI:
     """An app for one lesson, before :func:`_serve_lesson` gives it its lesson."""
-    return _api_app("Atlas lesson", settings, lifespan)
+    return _api_app("Atlas lesson", settings, templates, lifespan)
 
 
 class _OwnAddress:
@@ -124,6 +130,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     except LessonLoadError as exc:
         course, error = None, exc
     mounted: list[FastAPI] = []
+    # One environment for the app and every lesson mounted in it: each template compiled once.
+    templates = create_templates(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -145,16 +153,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await service.stop()
 
     if course is not None and course.folder:
-        app = _api_app(f"Atlas lessons: {len(course.lessons)} served", settings, lifespan)
+        app = _api_app(
+            f"Atlas lessons: {len(course.lessons)} served", settings, templates, lifespan
+        )
         app.state.course = course
         app.include_router(course_routes.router)
         for item in course.lessons:
-            lesson_app = _lesson_app(settings)
+            lesson_app = _lesson_app(settings, templates)
             _serve_lesson(lesson_app, course, item)
             mounted.append(lesson_app)
             app.mount(f"/learn/{item.slug}", _OwnAddress(lesson_app))
     else:
-        app = _lesson_app(settings, lifespan)
+        app = _lesson_app(settings, templates, lifespan)
         if course is not None:
             _serve_lesson(app, course, course.lessons[0])
     app.include_router(health.router)

@@ -7,11 +7,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from bs4 import BeautifulSoup, Tag
-from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
 from fastapi.testclient import TestClient
 
 from app.lab.panel import PRESETS
-from app.routes.lab import RequestRoute
 
 LESSON = "counts=2,6&means=1,3&eta=0.1&w=10"
 ITEMS = "targets=9,9;7,7,7,7,7,7&eta=0.1&w=10&steps=30"
@@ -429,6 +427,48 @@ def test_one_persistent_live_region_carries_each_new_result(client: TestClient) 
     assert "η (learning rate)" in bad.select_one("#lab-status").get_text()  # type: ignore[union-attr]
 
 
+# Typed text the lab echoes: a bad P and M are quoted in their messages (the status line, the
+# error list, the message at the field), a bad mean and target stay in their fields as typed.
+TYPED = "<b>&\"'"
+LESSON_PARAMS = {"counts": "2,6", "means": "1,3", "eta": "0.1", "w": "10"}
+ITEMS_PARAMS = {"targets": "9,9;7", "eta": "0.1", "w": "10"}
+ESCAPED_ECHOES = [
+    ({**LESSON_PARAMS, "P": TYPED}, "lab-P"),
+    ({**LESSON_PARAMS, "means": f"1,{TYPED}"}, "lab-mean-1"),
+    ({**ITEMS_PARAMS, "targets": f"9,{TYPED};7"}, "lab-targets-0"),
+    ({**ITEMS_PARAMS, "acc_m": TYPED}, "lab-acc-m"),
+]
+
+
+@pytest.mark.parametrize(("params", "input_id"), ESCAPED_ECHOES, ids=lambda v: str(v)[:12])
+@pytest.mark.parametrize("target", ["lab-results", "lab"])
+def test_typed_text_comes_back_escaped(
+    client: TestClient, params: dict[str, str], input_id: str, target: str
+) -> None:
+    """Whatever the lab echoes of a typed `<b>&"'` is text, never markup: the raw answer holds
+    no `<b>` tag, and the parsed page gives the typed characters back where they are shown."""
+    answer = client.get("/lab", params=params, headers={**HX, "HX-Target": target})
+    assert answer.status_code == 422
+    assert "<b>" not in answer.text
+    page = soup(answer.text)
+    assert page.select("b") == []
+    shown = [
+        page.select_one("#lab-status"),
+        *page.select(".lab-errors li"),
+        page.select_one(f"#msg-{input_id}"),
+    ]
+    texts = [tag.get_text() for tag in shown if tag is not None]
+    field = page.select_one(f"#{input_id}")
+    if target == "lab":
+        assert field is not None
+        assert len(texts) == 3
+    if input_id in ("lab-P", "lab-acc-m"):
+        assert texts
+        assert all(TYPED[:4] in text for text in texts), texts
+    elif field is not None:
+        assert TYPED in str(field["value"])
+
+
 def test_a_state_past_the_sliders_renders_and_says_so(client: TestClient) -> None:
     """P 12 and a count of 100 are valid states (the model's limits); the sliders stop short."""
     counts, means = ["100"] + ["1"] * 11, ["2"] * 12
@@ -463,53 +503,7 @@ def test_page_and_json_api_refuse_a_value_alike(client: TestClient) -> None:
     assert item.get_text(strip=True) == f"rank 1 count: {detail['msg']}"
 
 
-def test_the_lab_routes_are_called_as_they_are_and_still_documented(client: TestClient) -> None:
-    """RequestRoute skips FastAPI's parameter solving, so it refuses any endpoint that would
-    need it; the lab's routes stay in the OpenAPI document."""
-
-    async def with_query(request: Request, counts: str = "") -> Response:
-        return Response(counts)
-
-    def not_async(request: Request) -> Response:
-        return Response()
-
-    for endpoint in (with_query, not_async):
-        with pytest.raises(TypeError, match=endpoint.__name__):
-            APIRouter(route_class=RequestRoute).add_api_route("/x", endpoint)
+def test_the_lab_routes_are_documented(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert paths["/lab"]["get"]["tags"] == ["lab"]
     assert paths["/lab/ring"]["get"]["tags"] == ["lab"]
-
-
-def test_a_request_route_is_served_without_fastapis_exit_stacks() -> None:
-    """RequestRoute serves its endpoint through Starlette's request_response: no AsyncExitStack
-    a request (FastAPI's copy opens two, for dependencies with yield), and an HTTPException the
-    endpoint raises is still answered by the app's handlers, not as a 500."""
-
-    async def stacks(request: Request) -> Response:
-        stacks = ("fastapi_inner_astack", "fastapi_function_astack")
-        return Response(",".join(key for key in request.scope if key in stacks))
-
-    async def missing(request: Request) -> Response:
-        raise HTTPException(status_code=404, detail="no such state")
-
-    app = FastAPI()
-    router = APIRouter(route_class=RequestRoute)
-    router.add_api_route("/stacks", stacks)
-    router.add_api_route("/missing", missing)
-    app.router.routes[:0] = router.routes  # as lab.routes.serve places the lab's
-    with TestClient(app) as client:
-        assert client.get("/stacks").text == ""
-        answer = client.get("/missing")
-    assert (answer.status_code, answer.json()) == (404, {"detail": "no such state"})
-
-
-def test_the_lab_routes_are_matched_before_any_included_router(client: TestClient) -> None:
-    """A drag's answer is matched by the first route the app tries (matching through FastAPI's
-    included routers cost about 40 µs of CPU a request)."""
-    first = client.app.router.routes[:2]  # type: ignore[attr-defined]
-    assert [(route.path, route.name) for route in first] == [
-        ("/lab", "lab"),
-        ("/lab/ring", "lab_ring"),
-    ]
-    assert all(isinstance(route, RequestRoute) for route in first)

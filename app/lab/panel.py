@@ -15,8 +15,6 @@ from app.engine import (
     trajectory,
 )
 from app.lab import accumulation
-from app.lab import companions as _companions  # noqa: F401 (registers the lab templates' filters)
-from app.lab import markup as _markup  # noqa: F401 (registers the lab templates' filters)
 from app.lab.fields import FieldError, engine_error
 from app.lab.numbers import fmt
 from app.lab.pictures import implied_path

@@ -15,7 +15,7 @@ from app.live.view import (
     status,
     student_view,
 )
-from app.web.templating import route_path, templates
+from app.web.templating import route_path, templates_of
 
 NO_STORE = "no-store"  # every class page is personal and changes by the second
 
@@ -82,7 +82,7 @@ def student_context(request: Request, snapshot: Snapshot, student: Student) -> d
 
 
 def render(name: str, context: dict[str, Any]) -> str:
-    return templates.get_template(name).render(context)
+    return templates_of(context["request"]).get_template(name).render(context)
 
 
 def page(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> Response:

@@ -22,7 +22,7 @@ from app.routes import lesson_page
 from app.web.errors import error_response
 from app.web.jsonbody import JsonBodyRoute
 from app.web.limits import BODY_RESPONSES
-from app.web.templating import templates
+from app.web.templating import templates_of
 
 router = APIRouter(tags=["confirm"], route_class=JsonBodyRoute)
 
@@ -136,11 +136,13 @@ async def confirm_lab(request: Request) -> Response:
             status = failed.status
     if request.headers.get("HX-Request") == "true":
         context = {**lab_context, "confirm": view}
-        response = templates.TemplateResponse(request, "_confirm.html", context, status_code=status)
+        response = templates_of(request).TemplateResponse(
+            request, "_confirm.html", context, status_code=status
+        )
     else:
         page = lesson_page.context(request, lab_context, lesson_page.results(request))
         context = {**page, "confirm": view}
-        response = templates.TemplateResponse(
+        response = templates_of(request).TemplateResponse(
             request, lesson_page.PAGE_TEMPLATE, context, status_code=status
         )
     if view.retry_after:

@@ -5,7 +5,7 @@ from fastapi.responses import HTMLResponse
 from starlette.responses import Response
 
 from app.lesson.course import Course
-from app.web.templating import templates
+from app.web.templating import templates_of
 
 router = APIRouter(tags=["course"])
 
@@ -14,7 +14,7 @@ router = APIRouter(tags=["course"])
 async def course_index(request: Request) -> Response:
     """Every lesson served: title, description, version, revision date, provenance."""
     course: Course = request.app.state.course
-    return templates.TemplateResponse(request, "course.html", {"course": course})
+    return templates_of(request).TemplateResponse(request, "course.html", {"course": course})
 
 
 @router.head("/", include_in_schema=False)

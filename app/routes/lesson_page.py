@@ -11,13 +11,14 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from jinja2 import TemplateNotFound
+from jinja2_fragments.fastapi import Jinja2Blocks
 from markupsafe import Markup
 from starlette.responses import Response
 
 from app.lesson.attempts import Attempts, Progress, progress, read_log
 from app.lesson.quiz import AnswerError, read_results, score
 from app.lesson.render import RenderedLesson, RenderedSection
-from app.web.templating import templates
+from app.web.templating import templates_of
 
 SCORE_COOKIE = "atlas_quiz"
 # Every question's attempts (options chosen, answer shown): its feedback after a reload.
@@ -39,7 +40,7 @@ class Feedback:
     error: AnswerError | None = None
 
 
-def _template_exists(name: str) -> bool:
+def _template_exists(templates: Jinja2Blocks, name: str) -> bool:
     try:
         templates.get_template(name)
     except TemplateNotFound:
@@ -53,7 +54,7 @@ def _sections(sections: Iterable[RenderedSection]) -> Iterator[RenderedSection]:
         yield from _sections(section.children)
 
 
-def _section_html(lesson: RenderedLesson) -> dict[str, Markup]:
+def _section_html(templates: Jinja2Blocks, lesson: RenderedLesson) -> dict[str, Markup]:
     """The text of each section without a question, as HTML: the same for every request, so
     rendered once, through the template a request would use. A question's form names the app's
     address (a lesson in a course is mounted under its own), so questions render per request;
@@ -70,8 +71,11 @@ def _section_html(lesson: RenderedLesson) -> dict[str, Markup]:
 def prepare(app: FastAPI) -> None:
     """Check the page's parts once (the lesson was loaded and rendered once, with its course),
     and render each section's text once."""
-    app.state.lab_available = app.state.lesson_parts.any and _template_exists(LAB_TEMPLATE)
-    app.state.section_html = _section_html(app.state.rendered_lesson)
+    templates = app.state.templates
+    app.state.lab_available = app.state.lesson_parts.any and _template_exists(
+        templates, LAB_TEMPLATE
+    )
+    app.state.section_html = _section_html(templates, app.state.rendered_lesson)
 
 
 def rendered(request: Request) -> RenderedLesson:
@@ -133,6 +137,8 @@ def render(request: Request, lab: Mapping[str, Any], status_code: int | None = N
     """
     page = context(request, lab, results(request), feedback_for(request, attempts(request)))
     status = status_code if status_code is not None else page.get("lab_status_code", 200)
-    response = templates.TemplateResponse(request, PAGE_TEMPLATE, page, status_code=status)
+    response = templates_of(request).TemplateResponse(
+        request, PAGE_TEMPLATE, page, status_code=status
+    )
     response.headers["Cache-Control"] = PERSONAL
     return response

@@ -20,7 +20,7 @@ from app.routes.lesson_page import (
     Feedback,
 )
 from app.web.limits import BODY_RESPONSES
-from app.web.templating import route_path, templates
+from app.web.templating import route_path, templates_of
 
 
 @asynccontextmanager
@@ -125,7 +125,7 @@ async def answer_quiz(request: Request) -> Response:
             "state": feedback,
             "oob_score": True,
         }
-        response: Response = templates.TemplateResponse(
+        response: Response = templates_of(request).TemplateResponse(
             request, "_quiz.html", context, block_name="feedback", status_code=status
         )
     elif status == 200 and target is not None:
@@ -141,7 +141,7 @@ async def answer_quiz(request: Request) -> Response:
             context = lesson_page.context(
                 request, lab, results, feedback={**shown, target.id: feedback}
             )
-        response = templates.TemplateResponse(
+        response = templates_of(request).TemplateResponse(
             request, lesson_page.PAGE_TEMPLATE, context, status_code=status
         )
     response.headers.add_vary_header("HX-Request")

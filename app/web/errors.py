@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Scope
 
-from app.web.templating import templates
+from app.web.templating import templates_of
 
 log = logging.getLogger("atlas")
 
@@ -73,8 +73,9 @@ def error_response(
             "home_label": "Go to the lesson" if lesson is not None else "Go to the lessons",
         }
         try:
-            response = templates.TemplateResponse(
-                Request(scope), "error.html", context, status_code=status, headers=headers
+            request = Request(scope)
+            response = templates_of(request).TemplateResponse(
+                request, "error.html", context, status_code=status, headers=headers
             )
         except Exception:
             # The page itself failed (the app is in a bad way): the plain answer still goes out.

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2_fragments as fragments
 from fastapi.staticfiles import StaticFiles
 from jinja2 import pass_context
 from jinja2.runtime import Context
@@ -21,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope
 
-from app.settings import get_settings
+from app.settings import Settings
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"
@@ -32,24 +33,12 @@ class Environment(jinja2.Environment):
 
     Jinja2 chains a template's globals to the environment's (a ChainMap), so that globals added
     after a template loads still show; every render then copies them through the chain, a third
-    of a small fragment's render. Every global here is set once, below, before any template
-    loads: a plain dict holds the same.
+    of a small fragment's render. Every global here is set once, by ``create_templates``, before
+    any template loads: a plain dict holds the same.
     """
 
     def make_globals(self, d: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
         return {**self.globals, **(d or {})}
-
-
-templates = Jinja2Blocks(
-    env=Environment(
-        loader=jinja2.FileSystemLoader(str(get_settings().templates_dir)),
-        autoescape=jinja2.select_autoescape(),
-        # Templates do not change under a running server: without this, every render stat()s
-        # each template it uses to see whether to reload it (a fifth of the lab fragment's time
-        # under load).
-        auto_reload=False,
-    )
-)
 
 
 @lru_cache(maxsize=256)
@@ -103,8 +92,32 @@ def static_url(context: Context, relative: str) -> str:
     return f"{route_path(request, 'static', path=relative)}?v={version}"
 
 
-templates.env.globals["url_for"] = url_for
-templates.env.globals["static_url"] = static_url
+def create_templates(settings: Settings) -> Jinja2Blocks:
+    """The app's templates, from ``settings.templates_dir``: every global the templates use is
+    registered here, before any template loads (see ``Environment``); there are no filters of
+    the app's own."""
+    environment = Environment(
+        loader=jinja2.FileSystemLoader(str(settings.templates_dir)),
+        autoescape=jinja2.select_autoescape(),
+        # Templates do not change under a running server: without this, every render stat()s
+        # each template it uses to see whether to reload it.
+        auto_reload=False,
+    )
+    environment.globals.update(url_for=url_for, static_url=static_url)
+    return Jinja2Blocks(env=environment)
+
+
+def templates_of(request: Request) -> Jinja2Blocks:
+    """The templates of the app serving ``request`` (built once, by ``create_app``)."""
+    templates: Jinja2Blocks = request.app.state.templates
+    return templates
+
+
+def render_block(request: Request, template: str, block: str, context: dict[str, Any]) -> str:
+    """One ``{% block %}`` of ``template`` alone, with ``request`` in its context: the answer to
+    an htmx request for one part of a page (jinja2-fragments' ``render_block``)."""
+    context["request"] = request
+    return fragments.render_block(templates_of(request).env, template, block, context)
 
 
 class AssetFiles(StaticFiles):
