@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from app.engine import GradientResult, from_means
-from app.lab.axes import nice_ceiling
+from app.lab.axes import coordinate, nice_ceiling
 from app.lab.numbers import fmt
 from app.lab.pictures import (
     AXIS_Y,
@@ -25,7 +25,6 @@ from app.lab.pictures import (
     NumberLine,
     _bounds,
     _label_x,
-    _n,
     implied_path,
     number_line,
 )
@@ -116,7 +115,9 @@ def reference_number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
         else:
             radius = 5.0
             title = f"rank {r}: empty, counted as 0 by the plain rank mean"
-        dots.append(Dot(_n(x(mean)), _n(radius), str(r), DOT_LABEL_Y, title, count <= 0))
+        dots.append(
+            Dot(coordinate(x(mean)), coordinate(radius), str(r), DOT_LABEL_Y, title, count <= 0)
+        )
     markers = []
     for value, kind, name, label_y in (
         (g, "global", "g", "18"),
@@ -125,14 +126,22 @@ def reference_number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
         text = f"{name} {fmt(value)}"
         at = x(value)
         label_x, anchor = _label_x(at, text)
-        marked = _n(at)
+        marked = coordinate(at)
         markers.append(
-            Marker(marked, text, marked if label_x == at else _n(label_x), label_y, anchor, kind)
+            Marker(
+                marked,
+                text,
+                marked if label_x == at else coordinate(label_x),
+                label_y,
+                anchor,
+                kind,
+            )
         )
     step = nice_ceiling(span / 4)
     first = math.ceil(low / step)
     ticks = tuple(
-        (_n(x(k * step)), fmt(k * step, 4)) for k in range(first, math.floor(high / step) + 1)
+        (coordinate(x(k * step)), fmt(k * step, 4))
+        for k in range(first, math.floor(high / step) + 1)
     )
     dots_text = "; ".join(d.title for d in dots)
     return NumberLine(
@@ -142,9 +151,9 @@ def reference_number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
             f" The global item mean g is {fmt(g)}; the plain rank mean is {fmt(rank_mean)}."
         ),
         view_box=VIEW_BOX,
-        left=_n(LINE_LEFT),
-        right=_n(LINE_RIGHT),
-        axis_y=_n(AXIS_Y),
+        left=coordinate(LINE_LEFT),
+        right=coordinate(LINE_RIGHT),
+        axis_y=coordinate(AXIS_Y),
         dots=tuple(dots),
         markers=tuple(markers),
         ticks=ticks,
