@@ -154,3 +154,31 @@ def test_turned_off_by_setting_the_page_shows_why_instead_of_the_button() -> Non
         status = client.get("/api/confirm/status").json()
         assert status["state"] == "unavailable"
         assert status["role"] == "off"
+
+
+def test_a_right_gradient_with_a_wrong_w_new_is_refused_at_a_large_w() -> None:
+    # At w = 1e12 a tolerance relative to w (1e-9 · w = 1000) would pass a w_new off by a whole
+    # step η·g = 0.25; the step's own tolerance (η·1e-9·|w - y| plus a few ulps of w) does not.
+    w = 1e12
+    request = GradientRequest(counts=[2, 6], means=[1, 3], eta=0.1, w=w)
+    job, notes = job_from_request(request)
+    good = {"ddp_default": 2.0, "compensated": 2.5, "comm_hook": 2.5}
+    reports = [report(rank, good, w=w) for rank in (0, 1)]
+    for rank_report in reports:
+        if rank_report.reference is not None:
+            rank_report.reference.w_new = w - 0.25
+    right = assemble(job, reports, "2.13.0")
+    checked = confirm_response(job, compute(request), Outcome(right, 5.0, 1), notes)
+    assert checked.comm_hook.engine_w_new == w - 0.25
+    assert checked.comm_hook.matches_engine
+    assert checked.engine_agrees
+
+    for rank_report in reports:  # the right gradient, but w_new a whole step short
+        rank_report.runs["comm_hook"].w_new = w - 0.5
+    wrong = assemble(job, reports, "2.13.0")
+    checked = confirm_response(job, compute(request), Outcome(wrong, 5.0, 1), notes)
+    assert checked.comm_hook.grad == [2.5, 2.5]
+    assert checked.comm_hook.replicas_agree
+    assert not checked.comm_hook.matches_engine
+    assert not checked.comm_hook.matches_reference
+    assert not checked.engine_agrees
