@@ -9,9 +9,12 @@ import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from app.lesson.loader import Section
+from app.lesson.quiz import Question, is_question, parse_question
 from app.settings import DEFAULT_LESSON
 
 ROOT = Path(__file__).resolve().parent
@@ -19,6 +22,12 @@ FIXTURES = ROOT / "fixtures" / "lessons"
 SHARDED = FIXTURES / "atlas-lesson-sharded-matmul-ownership.json"
 SHARDED_FILE_SHA256 = "f0daf80211bc4d9cce67e9661d43290eb4f262a3e2d08d7f4e66a9ca8a30f5d5"
 _HEADING = re.compile(r"^(#{1,6}) (.+)$", re.MULTILINE)
+
+
+def parse_questions(sections: Iterable[Section]) -> tuple[Question, ...]:
+    """Every question of a lesson's sections, in order, numbered from 1."""
+    found = [s for s in sections if is_question(s)]
+    return tuple(parse_question(s, n) for n, s in enumerate(found, start=1))
 
 
 def shipped() -> dict[str, Any]:

@@ -10,9 +10,10 @@ from httpx import Response
 
 from app.lesson.attempts import Attempts, sign_log
 from app.lesson.loader import load_lesson
-from app.lesson.quiz import parse_questions, sign_results
+from app.lesson.quiz import sign_results
 from app.routes.lesson_page import ATTEMPTS_COOKIE, SCORE_COOKIE
 from app.settings import DEFAULT_LESSON
+from tests.records import parse_questions
 
 LESSON = load_lesson(DEFAULT_LESSON)
 QUESTIONS = parse_questions(LESSON.sections)

@@ -70,20 +70,6 @@ def progress(question: Question, attempts: Attempts) -> Progress | None:
     return Progress("retry", last, tries, first, TRIES - tries)
 
 
-def first_results(log: Mapping[str, Attempts], questions: Sequence[Question]) -> dict[str, bool]:
-    """Each question's score: its first answer right or wrong; shown before answering: wrong."""
-    results: dict[str, bool] = {}
-    for question in questions:
-        attempts = log.get(question.id)
-        if attempts is None:
-            continue
-        if attempts.chosen:
-            results[question.id] = attempts.chosen[0] == question.answer_number
-        elif attempts.shown:
-            results[question.id] = False
-    return results
-
-
 def sign_log(log: Mapping[str, Attempts], secret_key: str) -> str:
     """The attempts as a signed, URL-safe cookie value."""
     data = {qid: [list(a.chosen), a.shown] for qid, a in log.items()}

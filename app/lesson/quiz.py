@@ -5,7 +5,7 @@ A question section reads: its heading (the question), an ordered list (the optio
 """
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from itsdangerous import BadSignature, URLSafeSerializer
@@ -49,10 +49,6 @@ class Verdict:
     question: Question
     chosen: int
     correct: bool
-
-    @property
-    def chosen_text(self) -> str:
-        return self.question.options[self.chosen - 1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,12 +122,6 @@ def _answer_number(section_id: str, answer: str, options: Sequence[str]) -> int:
     if len(same) != 1:
         raise QuizParseError(f"{section_id}: the answer {answer!r} is not one of {tuple(options)}")
     return same[0]
-
-
-def parse_questions(sections: Iterable[Section]) -> tuple[Question, ...]:
-    """Every question of the lesson, in order, numbered from 1."""
-    found = [s for s in sections if is_question(s)]
-    return tuple(parse_question(s, n) for n, s in enumerate(found, start=1))
 
 
 def check(question: Question, chosen: int) -> Verdict:

@@ -8,9 +8,9 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 
 from app.lesson.loader import load_lesson
-from app.lesson.quiz import parse_questions
 from app.settings import DEFAULT_LESSON
 from tests.conftest import LiveServer, OffHostLog, new_page
+from tests.records import parse_questions
 
 pytestmark = pytest.mark.browser
 
