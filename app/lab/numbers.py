@@ -43,7 +43,7 @@ class Printed(NamedTuple):
 _POWERS = [10**k for k in range(400)]
 # ``%g`` with d significant digits is the rule: the exponent of the rounded value picks fixed
 # (-4 ≤ e < d) or scientific notation, and trailing zeros go. Python rounds a float's exact
-# binary value correctly (half to even), as ``_scientific`` rounds an exact value.
+# binary value correctly (half to even), as ``_exact_printed`` rounds an exact one.
 _G = [f".{d}g" for d in range(128)]
 _ZERO = Printed("0", (0, 1), (0, 1))
 # Whole numbers below this are floats exactly, so %g prints them right.
