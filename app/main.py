@@ -17,7 +17,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Lifespan, Receive, Scope, Send
 
 from app.confirm.service import ConfirmService
-from app.lesson.course import Course, CourseLesson, load_course
+from app.lesson.course import CourseLesson, ServedLessons, load_course
 from app.lesson.loader import LessonLoadError
 from app.live import routes as live_routes
 from app.live.access import ParticipantKey
@@ -45,14 +45,14 @@ def _title(item: CourseLesson) -> str:
     return f"{kind}: {item.lesson.record.title}"
 
 
-def _confirm_settings(settings: Settings, course: Course) -> Settings:
+def _confirm_settings(settings: Settings, course: ServedLessons) -> Settings:
     # The torch pool runs only where a lesson served has the confirmation.
     if any(item.parts.confirm for item in course.lessons):
         return settings
     return settings.model_copy(update={"confirm_enabled": False})
 
 
-def _serve_lesson(app: FastAPI, course: Course, item: CourseLesson) -> None:
+def _serve_lesson(app: FastAPI, course: ServedLessons, item: CourseLesson) -> None:
     """Give ``app`` its lesson: state for the routes, its title, and the routers it needs."""
     app.state.course = course
     app.state.course_lesson = item
@@ -125,7 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings = settings.model_copy(update={"secret_key": key})
     # Read now: which routes exist, and the OpenAPI title, follow the lessons served.
     try:
-        course: Course | None = load_course(settings.lesson_path)
+        course: ServedLessons | None = load_course(settings.lesson_path)
         error: LessonLoadError | None = None
     except LessonLoadError as exc:
         course, error = None, exc

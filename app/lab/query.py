@@ -41,8 +41,8 @@ Mode = Literal["means", "items"]
 class RankInput:
     """One rank's raw inputs as typed: count and mean, or targets and weights."""
 
-    first: str
-    second: str
+    count_or_targets: str
+    mean_or_weights: str
 
 
 class LabForm(NamedTuple):
@@ -51,9 +51,9 @@ class LabForm(NamedTuple):
 
     mode: Mode
     # Per rank, as typed: its count (means form) or targets (items form) ...
-    firsts: tuple[str, ...]
+    counts_or_targets: tuple[str, ...]
     # ... and its mean or weights.
-    seconds: tuple[str, ...]
+    means_or_weights: tuple[str, ...]
     eta: str
     w: str
     steps: str
@@ -65,7 +65,7 @@ class LabForm(NamedTuple):
     def ranks(self) -> tuple[RankInput, ...]:
         """Each rank's inputs, for the form's fields (built when a template shows them: a
         drag's answer, the results pane, does not)."""
-        return tuple(map(RankInput, self.firsts, self.seconds))
+        return tuple(map(RankInput, self.counts_or_targets, self.means_or_weights))
 
 
 class ParsedLab(NamedTuple):
@@ -191,17 +191,17 @@ def lab_input(form: LabForm) -> dict[str, Any]:
     common = {"eta": _number(form.eta), "w": _number(form.w)}
     if form.mode == "means":
         return {
-            "counts": _numbers(form.firsts),
-            "means": _numbers(form.seconds),
+            "counts": _numbers(form.counts_or_targets),
+            "means": _numbers(form.means_or_weights),
             **common,
         }
-    targets = [_number_list(text) for text in form.firsts]
+    targets = [_number_list(text) for text in form.counts_or_targets]
     weights = None
-    if form.weight_ranks or any(text != "" for text in form.seconds):
+    if form.weight_ranks or any(text != "" for text in form.means_or_weights):
         # A blank rank in ``weights`` means every item of that rank weighs 1.
         weights = [
             _number_list(text) if text != "" else [1.0] * len(ys)
-            for text, ys in zip(form.seconds, targets, strict=True)
+            for text, ys in zip(form.means_or_weights, targets, strict=True)
         ][: form.weight_ranks or None]
     return {"targets": targets, "weights": weights, "steps": _whole(form.steps), **common}
 
@@ -259,24 +259,27 @@ def _read_lab_form(params: Params) -> tuple[LabForm, list[FieldError], bool]:
     steps = base.steps
     weight_ranks = 0
     if mode == "items":
-        firsts = _split(params["targets"], ";")
-        seconds = _split(params["weights"], ";") if "weights" in params else []
-        weight_ranks = len(seconds)
+        counts_or_targets = _split(params["targets"], ";")
+        means_or_weights = _split(params["weights"], ";") if "weights" in params else []
+        weight_ranks = len(means_or_weights)
         steps = _last(params, "steps", base.steps)
     elif "counts" in params or "means" in params or "weights" in params:
-        firsts = _split(params["counts"], ",") if "counts" in params else []
-        seconds = _split(params["means"], ",") if "means" in params else []
+        counts_or_targets = _split(params["counts"], ",") if "counts" in params else []
+        means_or_weights = _split(params["means"], ",") if "means" in params else []
     else:
-        firsts, seconds = list(base.firsts), list(base.seconds)
+        counts_or_targets, means_or_weights = (
+            list(base.counts_or_targets),
+            list(base.means_or_weights),
+        )
     # One entry per rank in both, a missing one blank (extra weight lists get a rank of no
     # targets, so the model names the mismatch).
-    width = max(len(firsts), len(seconds))
-    firsts += [""] * (width - len(firsts))
-    seconds += [""] * (width - len(seconds))
+    width = max(len(counts_or_targets), len(means_or_weights))
+    counts_or_targets += [""] * (width - len(counts_or_targets))
+    means_or_weights += [""] * (width - len(means_or_weights))
     form = LabForm(
         mode,
-        tuple(firsts),
-        tuple(seconds),
+        tuple(counts_or_targets),
+        tuple(means_or_weights),
         _last(params, "eta", base.eta),
         _last(params, "w", base.w),
         steps if mode == "items" else "",
@@ -291,13 +294,13 @@ def _read_lab_form(params: Params) -> tuple[LabForm, list[FieldError], bool]:
         return form, [FieldError("P", input_id("P"), message)], False
     if p == width:
         return form, [], False
-    new_first, new_second = (
+    new_count_or_targets, new_mean_or_weights = (
         (NEW_RANK_TARGETS, "") if mode == "items" else (NEW_RANK_COUNT, NEW_RANK_MEAN)
     )
     added = max(0, p - width)
     resized = form._replace(
-        firsts=form.firsts[:p] + (new_first,) * added,
-        seconds=form.seconds[:p] + (new_second,) * added,
+        counts_or_targets=form.counts_or_targets[:p] + (new_count_or_targets,) * added,
+        means_or_weights=form.means_or_weights[:p] + (new_mean_or_weights,) * added,
         weight_ranks=p if form.weight_ranks else 0,
     )
     return resized, [], True

@@ -49,7 +49,7 @@ class Skipped:
 
 
 @dataclass(frozen=True, slots=True)
-class Course:
+class ServedLessons:
     """What the server serves. ``folder`` False: one lesson at the site's root, as always."""
 
     lessons: tuple[CourseLesson, ...]
@@ -77,7 +77,7 @@ def slug_of(lesson: Lesson) -> str:
     )
 
 
-def load_course(path: Path) -> Course:
+def load_course(path: Path) -> ServedLessons:
     """The lesson at ``path``, or every ``*.json`` record in the folder ``path``.
 
     Raises :class:`LessonLoadError` for a lone file that cannot be served, or for a folder in
@@ -86,7 +86,9 @@ def load_course(path: Path) -> Course:
     if not path.is_dir():
         lesson = load_lesson(path)
         rendered = render_lesson(lesson)
-        return Course((CourseLesson("", lesson, rendered, parts_for(lesson)),), (), folder=False)
+        return ServedLessons(
+            (CourseLesson("", lesson, rendered, parts_for(lesson)),), (), folder=False
+        )
     loaded: list[tuple[str, Lesson]] = []
     skipped: list[Skipped] = []
     for file in sorted(path.glob("*.json")):
@@ -117,4 +119,4 @@ def load_course(path: Path) -> Course:
         log.error("skipping the lesson record %s: %s", path / item.file, item.error)
     if not lessons:
         raise LessonLoadError(f"{path}: no lesson record in this folder can be served")
-    return Course(tuple(lessons), tuple(skipped), folder=True)
+    return ServedLessons(tuple(lessons), tuple(skipped), folder=True)

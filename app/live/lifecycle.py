@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
-from app.lesson.course import Course
+from app.lesson.course import ServedLessons
 from app.live.broker import PollingBroker
 from app.live.events import Feeds
 from app.live.migrate import upgrade
@@ -40,7 +40,7 @@ async def _daily_purge(service: LiveService, settings: Settings) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running(app: FastAPI, settings: Settings, course: Course) -> AsyncIterator[None]:
+async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> AsyncIterator[None]:
     """The live class for the life of the server: ``app.state.live`` and its feeds."""
     store = open_store(settings)
     await upgrade(store, settings.data_dir)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.exc import IntegrityError
 
 from app.lab.panel import lab_panel
-from app.lesson.course import Course, CourseLesson
+from app.lesson.course import CourseLesson, ServedLessons
 from app.lesson.quiz import AnswerError, check, read_answer
 from app.lesson.render import RenderedQuestion
 from app.live import store
@@ -65,7 +65,7 @@ class Snapshot:
 class LiveService:
     """The live classes of one server: the store, the broker and the lessons they follow."""
 
-    def __init__(self, db: Store, broker: Broker, course: Course, class_limit: int) -> None:
+    def __init__(self, db: Store, broker: Broker, course: ServedLessons, class_limit: int) -> None:
         self.db = db
         self.broker = broker
         self.course = course

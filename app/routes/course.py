@@ -4,7 +4,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.responses import Response
 
-from app.lesson.course import Course
+from app.lesson.course import ServedLessons
 from app.web.templating import templates_of
 
 router = APIRouter(tags=["course"])
@@ -13,7 +13,7 @@ router = APIRouter(tags=["course"])
 @router.get("/", response_class=HTMLResponse, name="course_index")
 async def course_index(request: Request) -> Response:
     """Every lesson served: title, description, version, revision date, provenance."""
-    course: Course = request.app.state.course
+    course: ServedLessons = request.app.state.course
     return templates_of(request).TemplateResponse(request, "course.html", {"course": course})
 
 

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from app.confirm.service import torch_installed
-from app.lesson.course import Course
+from app.lesson.course import ServedLessons
 
 router = APIRouter(tags=["health"])
 
@@ -34,7 +34,7 @@ class Health(BaseModel):
     torch_installed: bool
 
 
-def lesson_path(course: Course, slug: str) -> str:
+def lesson_path(course: ServedLessons, slug: str) -> str:
     """The path a lesson is served at: the root for a lone file, else ``/learn/<slug>/``."""
     return f"/learn/{slug}/" if course.folder else "/"
 
@@ -42,7 +42,7 @@ def lesson_path(course: Course, slug: str) -> str:
 @router.get("/healthz", response_model=Health)
 def healthz(request: Request) -> Health:
     """Liveness: the lessons served, records skipped, whether the torch extra is installed."""
-    course: Course = request.app.state.course
+    course: ServedLessons = request.app.state.course
     root = request.scope.get("root_path", "").rstrip("/")
     lessons = [
         LessonServed(
