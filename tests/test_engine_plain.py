@@ -19,8 +19,14 @@ from app.engine import EngineError, from_means
 from app.engine.checks import SMALLEST_COUNT, finite_floats, finite_scalar
 from app.engine.decimals import as_decimal, decimal_ratio
 from app.engine.gradient import empty_warning
-from app.engine.verdicts import decide, exact_means, rank_means, rank_weights, rounded
+from app.engine.verdicts import decide, exact_means, rank_means, rounded
 from tests.lab_states import as_written
+
+
+def plain_weights(ranks: int) -> tuple[Fraction, ...]:
+    """The plain rank mean's weights: ``1/P`` each."""
+    return (Fraction(1, ranks),) * ranks
+
 
 COUNTS = st.one_of(
     st.sampled_from([0.0, -0.0, 1.0, 2.0, 4.0, 64.0, 0.1, 1e12, 1e308, SMALLEST_COUNT]),
@@ -64,7 +70,7 @@ def reference_from_means(
             raise EngineError("counts", "bad counts")
         empty = n == 0
         mean = np.where(empty, 0.0, given_means)
-        exact = exact_means(n.tolist(), mean.tolist(), rank_weights(n.size))
+        exact = exact_means(n.tolist(), mean.tolist(), plain_weights(n.size))
         step, start = as_written(eta), as_written(w)
         total = rounded(exact.total)
         # P·nᵣ/N and P·nᵣ ḡᵣ/N exactly, of the numbers as written, each rounded once.
@@ -144,7 +150,7 @@ def test_rank_means_is_exact_means_and_decide(data: tuple[list[float], list[floa
         counts = [1.0, *counts[1:]]
     means = [0.0 if n == 0 else m for n, m in zip(counts, given_means, strict=True)]
     fast = rank_means(counts, means)
-    exact = exact_means(counts, means, rank_weights(len(counts)))
+    exact = exact_means(counts, means, plain_weights(len(counts)))
     assert Fraction(*fast.total) == exact.total
     assert Fraction(*fast.counted) == exact.counted
     assert Fraction(*fast.plain) == exact.plain
@@ -188,7 +194,7 @@ def test_exact_means_are_of_the_inputs_as_written(
     n = [as_written(x) for x in counts]
     m = [as_written(y) for y in means]
     total = sum(n, Fraction(0))
-    exact = exact_means(counts, means, rank_weights(len(counts)))
+    exact = exact_means(counts, means, plain_weights(len(counts)))
     assert exact.total == total
     assert exact.counted == sum((a * b for a, b in zip(n, m, strict=True)), Fraction(0)) / total
     assert exact.plain == sum(m, Fraction(0)) / len(m)

@@ -101,11 +101,6 @@ def rounded(value: Fraction) -> float:
         return math.inf if value > 0 else -math.inf
 
 
-def rank_weights(ranks: int) -> tuple[Fraction, ...]:
-    """The plain rank mean's weights: ``1/P`` each."""
-    return (Fraction(1, ranks),) * ranks
-
-
 def decide(exact: Exact) -> Agreement:
     """Name the first condition that makes the two means equal, or why they differ."""
     empty = tuple(i for i, n in enumerate(exact.counts) if n == 0)
@@ -167,7 +162,7 @@ def ratio_float(ratio: Ratio) -> float:
 
 
 def rank_means(counts: Sequence[float], means: Sequence[float]) -> RankMeans:
-    """``exact_means(counts, means, rank_weights(P))`` and its ``decide``, in integers.
+    """``exact_means(counts, means, (1/P,) * P)`` and its ``decide``, in integers.
 
     ``counts`` are non-negative floats with a positive sum; ``means`` are 0 where the count is 0.
     """
