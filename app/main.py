@@ -181,7 +181,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         RequestLimits,
         max_url_bytes=settings.max_url_bytes,
         max_body_bytes=settings.max_body_bytes,
-        body_timeout_s=settings.body_timeout_s,
     )
     app.add_middleware(TrustedHostsMiddleware, allowed_hosts=settings.trusted_hosts)
     # Outermost: every answer below, refusals and a 500 included, carries the headers.

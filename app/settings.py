@@ -69,7 +69,34 @@ class Settings(BaseSettings):
     body_timeout_s: float = Field(
         default=10.0,
         gt=0,
-        description="Longest wait for the next part of a request body; a stalled upload gets 408.",
+        description=(
+            "Longest wait for the next part of a request body; a stalled upload gets 408. Also"
+            " the grace before ATLAS_MIN_UPLOAD_RATE applies. Needs `python -m app`."
+        ),
+    )
+    min_upload_rate: float = Field(
+        default=1_000.0,
+        gt=0,
+        description=(
+            "Slowest a request body may arrive, in bytes a second on average, after the first"
+            " ATLAS_BODY_TIMEOUT_S; slower gets 408. Needs `python -m app`."
+        ),
+    )
+    request_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description=(
+            "Longest time a request's head and body together may take to arrive, from its first"
+            " byte; then it gets 408. Needs `python -m app`."
+        ),
+    )
+    write_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description=(
+            "Longest time an answer may wait for its client to read it; then the connection is"
+            " dropped. Needs `python -m app`."
+        ),
     )
     header_timeout_s: float = Field(
         default=10.0,
@@ -91,9 +118,10 @@ class Settings(BaseSettings):
         default=1_000,
         ge=1,
         description=(
-            "Open connections per worker. Past it the longest-waiting connection that has not"
-            " finished its headers is closed (else an idle keep-alive one, else the new one gets"
-            " 503). Needs `python -m app`."
+            "Open connections per worker. Past it the connection that has gone longest without"
+            " sending a byte or reading its answer is closed; one whose app is working or whose"
+            " client reads is never closed, and if all are such the new one gets 503."
+            " Needs `python -m app`."
         ),
     )
     keep_alive_s: float = Field(

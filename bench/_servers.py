@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -42,12 +43,13 @@ def launch(
     ready_path: str,
     env: Mapping[str, str] | None = None,
     cwd: Path = ROOT,
+    log: IO[bytes] | None = None,
 ) -> Server:
     """Start ``command`` (a server on ``port``, environment ``env`` or this process's, in
-    ``cwd``) and return once ``ready_path`` answers 200."""
+    ``cwd``, its output in ``log`` or this process's) and return once ``ready_path`` answers 200."""
     environment = dict(os.environ if env is None else env)
     started = time.monotonic()
-    process = subprocess.Popen(list(command), cwd=cwd, env=environment)
+    process = subprocess.Popen(list(command), cwd=cwd, env=environment, stdout=log, stderr=log)
     server = Server(url=f"http://127.0.0.1:{port}", process=process)
     try:
         wait_ready(server, ready_path)

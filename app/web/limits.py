@@ -2,14 +2,18 @@
 
 ``RequestLimits`` is a pure ASGI middleware: a URL (path plus query) longer than
 ``max_url_bytes`` gets 414, a body larger than ``max_body_bytes`` gets 413 (at once when
-Content-Length says so, else as soon as the streamed body passes the limit), and a body that
-stops arriving for ``body_timeout_s`` gets 408. The body is read whole, bounded, before the app
-runs, then handed to it unchanged, so no route ever waits on a slow upload.
+Content-Length says so, else as soon as the streamed body passes the limit). The body is read
+whole, bounded, before the app runs, then handed to it unchanged, so no route ever waits on a slow
+upload; a client that leaves before its body is whole gets no answer and runs no route.
+
+How long a body may take is the server's to enforce, below the app (``app.web.server``: a pause,
+a minimum rate, a whole-request deadline, each 408): one clock per connection, which also covers
+the head. Under plain ``uvicorn app.main:app`` nothing times a body: a slow upload holds its
+connection for as long as the client keeps it open.
 
 Errors quote the input they refuse only as a short prefix (``short``), never whole.
 """
 
-import asyncio
 import reprlib
 from typing import Any
 
@@ -84,7 +88,13 @@ async def validation_error(request: Request, error: Exception) -> JSONResponse:
 # refused by RequestLimits, or not decodable.
 BODY_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"description": "The body could not be decoded (e.g. it is not UTF-8)."},
-    408: {"description": "The body stopped arriving for ATLAS_BODY_TIMEOUT_S seconds."},
+    408: {
+        "description": (
+            "The request arrived too slowly: its body paused for ATLAS_BODY_TIMEOUT_S, came slower"
+            " than ATLAS_MIN_UPLOAD_RATE, or the whole request took over ATLAS_REQUEST_TIMEOUT_S"
+            " (python -m app)."
+        )
+    },
     413: {"description": "The body is larger than ATLAS_MAX_BODY_BYTES (1 MiB unless set)."},
 }
 
@@ -107,15 +117,12 @@ def _content_length(scope: Scope) -> int | None:
 
 
 class RequestLimits:
-    """414 for a long URL, 413 for a large body, 408 for a stalled one; see the module doc."""
+    """414 for a long URL, 413 for a large body; see the module doc."""
 
-    def __init__(
-        self, app: ASGIApp, *, max_url_bytes: int, max_body_bytes: int, body_timeout_s: float
-    ) -> None:
+    def __init__(self, app: ASGIApp, *, max_url_bytes: int, max_body_bytes: int) -> None:
         self.app = app
         self.max_url_bytes = max_url_bytes
         self.max_body_bytes = max_body_bytes
-        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -123,7 +130,7 @@ class RequestLimits:
             return
         try:
             self._check_url(scope)
-            receive = await self._read_body(scope, receive)
+            body_receive = await self._read_body(scope, receive)
         except _RefusedError as refused:
             # Closing the connection: the rest of a refused body is never read.
             response = error_response(
@@ -131,7 +138,9 @@ class RequestLimits:
             )
             await response(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        if body_receive is None:
+            return  # the client left before its body was whole: nobody to answer
+        await self.app(scope, body_receive, send)
 
     def _check_url(self, scope: Scope) -> None:
         path = scope.get("raw_path") or scope["path"].encode("utf-8", "replace")
@@ -150,8 +159,9 @@ class RequestLimits:
             " (ATLAS_MAX_BODY_BYTES).",
         )
 
-    async def _read_body(self, scope: Scope, receive: Receive) -> Receive:
-        """The whole body, read within the limits, replayed as one message to the app."""
+    async def _read_body(self, scope: Scope, receive: Receive) -> Receive | None:
+        """The whole body, read within the limits, replayed as one message to the app; None if
+        the client left first."""
         declared = _content_length(scope)
         if declared is not None and declared > self.max_body_bytes:
             raise self._too_large(str(declared))
@@ -161,17 +171,9 @@ class RequestLimits:
         chunks: list[bytes] = []
         size = 0
         while True:
-            try:
-                message = await asyncio.wait_for(receive(), self.body_timeout_s)
-            except TimeoutError:
-                raise _RefusedError(
-                    408,
-                    f"Request body stalled: nothing arrived for {self.body_timeout_s:g} s"
-                    " (ATLAS_BODY_TIMEOUT_S).",
-                ) from None
+            message = await receive()
             if message["type"] != "http.request":
-                # The client left: hand the disconnect on, the app answers nobody.
-                return _replay([message], receive)
+                return None
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
