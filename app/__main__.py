@@ -6,7 +6,8 @@
 is ``uvicorn app.main:app`` plus ``--http app.web.server:GuardedHttpProtocol --timeout-keep-alive
 $ATLAS_KEEP_ALIVE_S``. ``--workers`` defaults to ``$WEB_CONCURRENCY`` (else 1), as uvicorn's does;
 on Linux several workers each listen on a socket of their own (``app.web.listeners``), so a class's
-connections are spread evenly across them.
+connections are spread evenly across them. The confirmation's torch pool runs in a process of its
+own beside them (``app.confirm.launcher``), which every web worker asks.
 """
 
 import argparse
@@ -14,6 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from app.confirm.launcher import pool_process
 from app.settings import get_settings
 from app.web import listeners
 
@@ -64,19 +66,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     args = parse(arguments)
     settings = get_settings()
-    listeners.run(
-        APP,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        http=PROTOCOL,
-        timeout_keep_alive=max(1, round(settings.keep_alive_s)),
-        log_level=args.log_level,
-        access_log=not args.no_access_log,
-        server_header=not args.no_server_header,
-        forwarded_allow_ips=args.forwarded_allow_ips,
-        root_path=args.root_path,
-    )
+    with pool_process():
+        listeners.run(
+            APP,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            http=PROTOCOL,
+            timeout_keep_alive=max(1, round(settings.keep_alive_s)),
+            log_level=args.log_level,
+            access_log=not args.no_access_log,
+            server_header=not args.no_server_header,
+            forwarded_allow_ips=args.forwarded_allow_ips,
+            root_path=args.root_path,
+        )
 
 
 if __name__ == "__main__":

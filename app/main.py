@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Lifespan, Receive, Scope, Send
 
+from app.confirm.host import confirm_settings
 from app.confirm.service import ConfirmService
 from app.lesson.course import CourseLesson, ServedLessons, load_course
 from app.lesson.loader import LessonLoadError
@@ -43,13 +44,6 @@ GZIP_LEVEL = 1  # zlib's fastest; see create_app: the CPU a class costs, not the
 def _title(item: CourseLesson) -> str:
     kind = "Atlas lab" if item.parts.any else "Atlas lesson"
     return f"{kind}: {item.lesson.record.title}"
-
-
-def _confirm_settings(settings: Settings, course: ServedLessons) -> Settings:
-    # The torch pool runs only where a lesson served has the confirmation.
-    if any(item.parts.confirm for item in course.lessons):
-        return settings
-    return settings.model_copy(update={"confirm_enabled": False})
 
 
 def _serve_lesson(app: FastAPI, course: ServedLessons, item: CourseLesson) -> None:
@@ -139,7 +133,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             log.error("refusing to start: %s", error)
             raise LessonLoadError(str(error))
         # The torch pool starts in the background: the server answers at once.
-        service = ConfirmService(_confirm_settings(settings, course))
+        service = ConfirmService(confirm_settings(settings, course))
         async with AsyncExitStack() as stack:
             for lesson_app in mounted:
                 lesson_app.state.confirm = service

@@ -159,6 +159,22 @@ class Settings(BaseSettings):
         ge=0,
         description="Confirmation requests that may wait behind the running one; more get 429.",
     )
+    confirm_client_limit: int = Field(
+        default=2,
+        ge=1,
+        description=(
+            "Confirmations one client (a live class's participant, else its address) may have"
+            " waiting or running; more get 429. The queue serves clients in turn."
+        ),
+    )
+    confirm_pool_process: bool = Field(
+        default=False,
+        description=(
+            "Set by `python -m app` for its web workers: the pool runs in a process of its own"
+            " (`python -m app.confirm.host`) and every web worker forwards to it. false (plain"
+            " uvicorn): the web worker that takes the pool's lock runs the same owner inside."
+        ),
+    )
     confirm_cache_size: int = Field(
         default=64,
         ge=0,

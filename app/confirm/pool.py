@@ -11,19 +11,18 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from app import PROJECT_DIR
+from app.confirm.frames import FrameError, encode, read_frame
 from app.confirm.jobs import DistributedResult, Job, RankReport, assemble
 
 log = logging.getLogger("atlas.confirm")
@@ -32,18 +31,21 @@ PoolState = Literal["starting", "ready", "failed", "stopped"]
 
 
 class ConfirmUnavailableError(Exception):
-    """The pool cannot answer (torch missing, turned off, failed to start, or failed twice)."""
+    """The pool cannot answer (torch missing, turned off, failed to start, or failed twice);
+    ``retry_after`` seconds when waiting will help (the owner is starting or busy)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.retry_after = retry_after
 
 
 class ConfirmBusyError(Exception):
-    """The queue is full; ``retry_after`` seconds is a fair wait."""
+    """The queue, or this client's share of it, is full; ``retry_after`` seconds is a fair wait."""
 
-    def __init__(self, retry_after: int) -> None:
-        super().__init__(f"the confirmation queue is full; retry after {retry_after} s")
+    def __init__(self, retry_after: int, message: str = "the confirmation queue is full") -> None:
+        super().__init__(f"{message}; retry after {retry_after} s")
+        self.reason = message
         self.retry_after = retry_after
 
 
@@ -110,7 +112,7 @@ class Pool:
         self.torch_version = ""
         self.pids: list[int] = []
         self._process: subprocess.Popen[bytes] | None = None
-        self._inbox: list[asyncio.Queue[bytes]] = []
+        self._inbox: list[asyncio.Queue[dict[str, object] | None]] = []
         self._pumps: list[asyncio.Task[None]] = []
         self._writers: list[asyncio.StreamWriter] = []
         self._busy = False
@@ -221,14 +223,14 @@ class Pool:
             self.torch_version = str(ready["torch"])
 
     async def _pump(self, rank: int, reader: asyncio.StreamReader) -> None:
-        """Move a rank's lines to its inbox; b"" marks its end (the process died)."""
-        line = b"-"
-        while line:
+        """Move a rank's messages to its inbox; None marks its end (the process died)."""
+        message: dict[str, object] | None = {}
+        while message is not None:
             try:
-                line = await reader.readline()
-            except (ConnectionError, OSError):
-                line = b""
-            self._inbox[rank].put_nowait(line)
+                message = await read_frame(reader)
+            except (ConnectionError, OSError, FrameError):
+                message = None
+            self._inbox[rank].put_nowait(message)
         self._lost(rank)
 
     def _lost(self, rank: int) -> None:
@@ -243,12 +245,11 @@ class Pool:
         await self._build()
 
     async def _message(self, rank: int) -> dict[str, object]:
-        line = await self._inbox[rank].get()
-        if not line:
+        message = await self._inbox[rank].get()
+        if message is None:
             code = self._process.poll() if self._process is not None else None
             exited = f" (rank 0 exited with code {code})" if code is not None else ""
             raise WorkerFaultError(f"rank {rank} closed its socket: the process died{exited}")
-        message: dict[str, object] = json.loads(line)
         if message.get("event") == "error":
             raise WorkerFaultError(f"rank {rank} failed: {message.get('message')}")
         return message
@@ -271,11 +272,11 @@ class Pool:
     async def run(self, job: Job) -> DistributedResult:
         """Send the job to ranks 0…P-1 and gather their reports within the deadline."""
         size = job.world_size
-        line = job.model_dump_json().encode() + b"\n"
+        frame = encode(job.model_dump())
         self._busy = True
         try:
             for writer in self._writers[:size]:
-                writer.write(line)
+                writer.write(frame)
             await asyncio.wait_for(
                 asyncio.gather(*(writer.drain() for writer in self._writers[:size])),
                 timeout=self.config.job_timeout,
@@ -340,71 +341,3 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "it was not ready in time"
     return str(exc) or type(exc).__name__
-
-
-class Scheduler:
-    """One job at a time on one pool, a bounded queue, one retry, and a small result cache."""
-
-    def __init__(
-        self, pool: Pool, *, queue_limit: int, cache_size: int, start_timeout: float
-    ) -> None:
-        self.pool = pool
-        self.queue_limit = queue_limit
-        self.cache_size = cache_size
-        self.start_timeout = start_timeout
-        self.waiting = 0
-        self._slot = asyncio.Lock()
-        self._cache: OrderedDict[str, Outcome] = OrderedDict()
-        self._typical_seconds = 0.05
-
-    def retry_after(self) -> int:
-        """Seconds until the queue has probably drained: its length times a typical job."""
-        return max(1, math.ceil((self.waiting + 1) * self._typical_seconds))
-
-    async def submit(self, job: Job) -> Outcome:
-        key = job.key()
-        if key in self._cache:
-            self._cache.move_to_end(key)
-            hit = self._cache[key]
-            return Outcome(hit.result, hit.elapsed_ms, hit.attempts, cached=True)
-        if self._slot.locked() and self.waiting >= self.queue_limit:
-            raise ConfirmBusyError(self.retry_after())
-        self.waiting += 1
-        try:
-            await self._slot.acquire()
-        finally:
-            self.waiting -= 1
-        try:
-            outcome = await self._run(job)
-        finally:
-            self._slot.release()
-        if self.cache_size > 0:
-            self._cache[key] = outcome
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return outcome
-
-    async def _run(self, job: Job) -> Outcome:
-        await self.pool.wait_ready(self.start_timeout)
-        fault: WorkerFaultError | None = None
-        for attempt in (1, 2):
-            started = time.perf_counter()
-            try:
-                result = await self.pool.run(job)
-            except WorkerFaultError as exc:
-                fault = exc
-                log.warning(
-                    "confirm job failed on attempt %d: %s; rebuilding the pool", attempt, exc
-                )
-                # The retry waits for the fresh pool; after a second failure the answer does not.
-                await self.pool.rebuild(wait=attempt == 1)
-                if self.pool.state != "ready":
-                    break
-                continue
-            seconds = time.perf_counter() - started
-            self._typical_seconds = 0.8 * self._typical_seconds + 0.2 * seconds
-            return Outcome(result, seconds * 1000, attempt)
-        raise ConfirmUnavailableError(
-            f"the torch.distributed run failed ({fault}); the pool was rebuilt"
-            f" ({self.pool.message}). Try again in a few seconds."
-        )

@@ -1,47 +1,38 @@
-"""One pool for every uvicorn worker: the holder of a file lock owns it, the others forward to it.
+"""Each web worker's door to the one pool: it asks the pool's owner (:mod:`app.confirm.host`)
+over its socket, and under plain uvicorn may be that owner.
 
-Each web worker runs a :class:`ConfirmService`. The first to take ``flock`` on
-``<runtime dir>/pool.lock`` starts the pool and listens on ``<runtime dir>/pool.sock``; the
-others send their jobs there (one JSON line each way per connection). The kernel releases the
-lock when its holder dies, and a waiting worker then takes over and starts a fresh pool. So a
-container holds at most ``world`` torch processes however many web workers it runs. No torch.
+Under ``python -m app`` (``ATLAS_CONFIRM_POOL_PROCESS=true``) the owner is a process of its own
+and every web worker only asks. Under plain uvicorn the first worker to take the owner's lock runs
+a :class:`~app.confirm.host.PoolHost` inside itself and the others watch the lock, so one of them
+takes over when it dies. Every worker, the owner included, asks through the socket: one protocol
+whichever process owns the pool. A socket that is not there yet or has a full backlog is "busy":
+asked again with a growing pause for a few seconds, then a 503 with Retry-After. Concurrent
+status polls in one worker share one request to the owner. No torch.
 """
 
 import asyncio
 import contextlib
-import fcntl
-import importlib.util
-import json
 import logging
-import os
-from pathlib import Path
+import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from app.confirm.frames import FrameError, read_frame, write_frame
+from app.confirm.host import PoolHost, off_reason, socket_path
 from app.confirm.jobs import DistributedResult, Job
-from app.confirm.pool import (
-    ConfirmBusyError,
-    ConfirmUnavailableError,
-    Outcome,
-    Pool,
-    PoolConfig,
-    Scheduler,
-)
+from app.confirm.pool import ConfirmBusyError, ConfirmUnavailableError, Outcome
 from app.settings import Settings
 
 log = logging.getLogger("atlas.confirm")
 
-INSTALL_HINT = (
-    "PyTorch is not installed on this server, so the real torch.distributed run is unavailable;"
-    " everything else works. `make run` installs the CPU build (unless WITH_TORCH=no), or by"
-    " hand: pip install -e '.[torch]' --extra-index-url https://download.pytorch.org/whl/cpu"
-)
-DISABLED = (
-    "The torch.distributed confirmation is turned off on this server (ATLAS_CONFIRM_ENABLED=false)."
-)
 TAKEOVER_POLL_SECONDS = 1.0
-CONNECT_ATTEMPTS = 20
+# A busy or restarting owner is asked again after 20 ms, then twice as long each time up to
+# 0.5 s, for at most 5 s: long enough for a backlog to drain, short enough for a browser.
+BUSY_FIRST_PAUSE_S = 0.02
+BUSY_LONGEST_PAUSE_S = 0.5
+BUSY_PATIENCE_S = 5.0
+STATUS_PATIENCE_S = 5.0
 
 Role = Literal["owner", "peer", "off"]
 
@@ -51,28 +42,29 @@ class ServiceStatus(BaseModel):
 
     state: str = Field(description="starting, ready, failed, stopped or unavailable")
     message: str
-    role: Role = Field(description="owner: this worker runs the pool; peer: it forwards jobs")
+    role: Role = Field(
+        description=(
+            "owner: this web worker runs the pool's owner (plain uvicorn); peer: it asks the"
+            " owner (its own process under `python -m app`, or another worker); off: no pool"
+        )
+    )
     world_size: int = Field(description="Ranks in the pool: the most one confirmation can use.")
     torch_version: str
-
-
-def torch_installed() -> bool:
-    """Whether torch can be imported, found without importing it in this process."""
-    return importlib.util.find_spec("torch") is not None
+    runs: int = Field(default=0, description="Jobs the pool has run since its owner started.")
+    running: bool = Field(default=False, description="Whether a job is running now.")
+    waiting: int = Field(default=0, description="Jobs queued behind the running one.")
 
 
 class ConfirmService:
-    """This web worker's door to the shared pool: owner of it, or a peer that forwards."""
+    """This web worker's door to the shared pool."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.runtime_dir = settings.confirm_runtime_dir
         self.role: Role = "off"
-        self.scheduler: Scheduler | None = None
         self._off_message = ""
-        self._lock_fd: int | None = None
-        self._server: asyncio.AbstractServer | None = None
+        self._host: PoolHost | None = None
         self._watch: asyncio.Task[None] | None = None
+        self._status: asyncio.Task[ServiceStatus] | None = None
         self._stopping = False
 
     @property
@@ -80,101 +72,63 @@ class ConfirmService:
         """Why this server cannot confirm at all (torch missing, turned off), else ""."""
         return self._off_message if self.role == "off" else ""
 
-    @property
-    def socket_path(self) -> Path:
-        return self.runtime_dir / "pool.sock"
-
     async def start(self) -> None:
-        """Take the pool's lock and start it in the background, or watch for the lock."""
-        if not self.settings.confirm_enabled:
-            self._off_message = DISABLED
-        elif not torch_installed():
-            self._off_message = INSTALL_HINT
+        """Ask the launcher's owner, or take the owner's lock, or watch for it."""
+        self._off_message = off_reason(self.settings)
         if self._off_message:
             log.warning("%s", self._off_message)
             return
+        self.role = "peer"
+        if self.settings.confirm_pool_process:
+            return
+        host = PoolHost(self.settings)
         try:
-            self.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._lock_fd = os.open(self.runtime_dir / "pool.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            owner = host.take_lock()
         except OSError as exc:
             # Everything else still works; the panel and the API say why this part does not.
+            self.role = "off"
             self._off_message = (
                 f"The torch.distributed confirmation cannot use its runtime folder"
-                f" {self.runtime_dir} (ATLAS_CONFIRM_RUNTIME_DIR): {exc.strerror or exc}."
+                f" {self.settings.confirm_runtime_dir} (ATLAS_CONFIRM_RUNTIME_DIR):"
+                f" {exc.strerror or exc}."
             )
             log.error(self._off_message)
             return
-        self.role = "peer"
-        if not await self._try_take_over():
+        self._host = host
+        if owner:
+            await self._own()
+        else:
             self._watch = asyncio.create_task(self._watch_lock())
 
-    def _try_lock(self) -> bool:
-        assert self._lock_fd is not None
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-
-    async def _try_take_over(self) -> bool:
-        if self._stopping or self.role == "owner" or not self._try_lock():
-            return self.role == "owner"
-        settings = self.settings
-        pool = Pool(
-            PoolConfig(
-                world=settings.confirm_world_size,
-                group_timeout=settings.confirm_group_timeout_s,
-                init_timeout=settings.confirm_start_timeout_s,
-                job_timeout=settings.confirm_job_timeout_s,
-                store_dir=self.runtime_dir,
-            )
-        )
-        self.scheduler = Scheduler(
-            pool,
-            queue_limit=settings.confirm_queue_limit,
-            cache_size=settings.confirm_cache_size,
-            start_timeout=settings.confirm_start_timeout_s,
-        )
+    async def _own(self) -> None:
+        assert self._host is not None
+        await self._host.start()
         self.role = "owner"
-        pool.start()
-        with contextlib.suppress(FileNotFoundError):
-            self.socket_path.unlink()
-        try:
-            self._server = await asyncio.start_unix_server(
-                self._serve_peer, path=str(self.socket_path)
-            )
-        except OSError as exc:
-            # This worker still confirms; only other web workers cannot reach its pool.
-            log.error("cannot listen on %s for other web workers: %s", self.socket_path, exc)
-        log.info("this worker (pid %d) owns the confirm pool", os.getpid())
-        return True
 
     async def _watch_lock(self) -> None:
-        while self.role == "peer" and not self._stopping:
+        assert self._host is not None
+        while not self._stopping:
             await asyncio.sleep(TAKEOVER_POLL_SECONDS)
-            await self._try_take_over()
+            if self._host.take_lock():
+                await self._own()
+                return
 
-    async def submit(self, job: Job) -> Outcome:
-        """Run a job on the shared pool. Raises ConfirmUnavailableError or ConfirmBusyError."""
+    async def submit(self, job: Job, client: str) -> Outcome:
+        """Run a job on the shared pool in ``client``'s turn. Raises ConfirmUnavailableError or
+        ConfirmBusyError."""
         if self.role == "off":
             raise ConfirmUnavailableError(self._off_message)
         if job.world_size > self.settings.confirm_world_size:
             raise ConfirmUnavailableError(
                 f"this server's pool runs at most {self.settings.confirm_world_size} ranks"
             )
-        if self.role == "owner":
-            assert self.scheduler is not None
-            return await self.scheduler.submit(job)
-        answer = await self._ask_owner({"op": "run", "job": job.model_dump()})
-        if answer is None:
-            if await self._try_take_over():
-                assert self.scheduler is not None
-                return await self.scheduler.submit(job)
-            raise ConfirmUnavailableError(
-                "the web worker that runs the torch pool is restarting; try again in a few seconds"
-            )
+        settings = self.settings
+        # Long enough for a start, a failed job, a rebuild and the retry; never forever.
+        patience = 2 * settings.confirm_start_timeout_s + 3 * settings.confirm_job_timeout_s
+        answer = await self._ask({"op": "run", "job": job.model_dump(), "client": client}, patience)
         if "busy" in answer:
-            raise ConfirmBusyError(int(answer["busy"]))
+            busy = answer["busy"]
+            raise ConfirmBusyError(int(busy["retry_after"]), str(busy["reason"]))
         if "unavailable" in answer:
             raise ConfirmUnavailableError(str(answer["unavailable"]))
         done = answer["ok"]
@@ -186,7 +140,7 @@ class ConfirmService:
         )
 
     async def status(self) -> ServiceStatus:
-        """The pool's state as seen from this worker."""
+        """The pool's state as seen from this worker; concurrent callers share one request."""
         world = self.settings.confirm_world_size
         if self.role == "off":
             return ServiceStatus(
@@ -196,90 +150,61 @@ class ConfirmService:
                 world_size=world,
                 torch_version="",
             )
-        if self.role == "owner":
-            assert self.scheduler is not None
-            pool = self.scheduler.pool
-            return ServiceStatus(
-                state=pool.state,
-                message=pool.message,
-                role="owner",
-                world_size=world,
-                torch_version=pool.torch_version,
-            )
-        answer = await self._ask_owner({"op": "status"})
-        if answer is None or "status" not in answer:
+        if self._status is None or self._status.done():
+            self._status = asyncio.create_task(self._ask_status())
+        return await asyncio.shield(self._status)
+
+    async def _ask_status(self) -> ServiceStatus:
+        world = self.settings.confirm_world_size
+        try:
+            answer = await self._ask({"op": "status"}, STATUS_PATIENCE_S)
+        except ConfirmUnavailableError:
             return ServiceStatus(
                 state="starting",
                 message="waiting for the pool's owner",
-                role="peer",
+                role=self.role,
                 world_size=world,
                 torch_version="",
             )
-        seen = answer["status"]
-        return ServiceStatus.model_validate({**seen, "role": "peer", "world_size": world})
+        return ServiceStatus.model_validate(
+            {**answer["status"], "role": self.role, "world_size": world}
+        )
 
-    async def _ask_owner(self, request: dict[str, Any]) -> dict[str, Any] | None:
-        """One request to the owner over its socket; None if no owner answers."""
-        for _ in range(CONNECT_ATTEMPTS):
+    async def _ask(self, request: dict[str, Any], patience: float) -> dict[str, Any]:
+        """One request to the owner and its answer. Raises ConfirmUnavailableError (with a
+        Retry-After) when no owner takes it within BUSY_PATIENCE_S, or it ends without one."""
+        path = str(socket_path(self.settings))
+        deadline = time.monotonic() + BUSY_PATIENCE_S
+        pause = BUSY_FIRST_PAUSE_S
+        while True:
             try:
-                reader, writer = await asyncio.open_unix_connection(str(self.socket_path))
-                break
-            except (FileNotFoundError, ConnectionRefusedError):
-                # The lock's new holder may not be listening yet.
-                await asyncio.sleep(0.1)
-        else:
-            return None
-        settings = self.settings
-        # Long enough for a start, a failed job, a rebuild and the retry; never forever.
-        patience = 2 * settings.confirm_start_timeout_s + 3 * settings.confirm_job_timeout_s
+                reader, writer = await asyncio.open_unix_connection(path)
+            except OSError:
+                # Not listening yet (starting, restarting) or its backlog is full (busy).
+                if time.monotonic() + pause > deadline:
+                    raise ConfirmUnavailableError(
+                        "the confirmation pool's owner is starting or busy; try again shortly",
+                        retry_after=max(1, round(BUSY_PATIENCE_S)),
+                    ) from None
+                await asyncio.sleep(pause)
+                pause = min(2 * pause, BUSY_LONGEST_PAUSE_S)
+                continue
+            break
         try:
-            writer.write(json.dumps(request).encode() + b"\n")
-            await writer.drain()
-            line = await asyncio.wait_for(reader.readline(), timeout=patience)
-        except (ConnectionError, OSError, TimeoutError):
-            return None
+            await write_frame(writer, request)
+            answer = await asyncio.wait_for(read_frame(reader), timeout=patience)
+        except (OSError, FrameError, TimeoutError) as exc:
+            answer = None
+            log.warning("the pool's owner did not answer: %s", exc or type(exc).__name__)
         finally:
             writer.close()
-        if not line:
-            return None
-        answer: dict[str, Any] = json.loads(line)
+        if not isinstance(answer, dict):
+            raise ConfirmUnavailableError(
+                "the confirmation pool's owner stopped before answering (it restarts);"
+                " try again in a few seconds",
+                retry_after=max(1, round(BUSY_PATIENCE_S)),
+            )
         return answer
-
-    async def _serve_peer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            request = json.loads(await reader.readline())
-            answer = await self._answer_peer(request)
-            writer.write(json.dumps(answer).encode() + b"\n")
-            await writer.drain()
-        except (ConnectionError, json.JSONDecodeError) as exc:
-            log.warning("a peer's confirm request failed: %s", exc)
-        finally:
-            writer.close()
-
-    async def _answer_peer(self, request: dict[str, Any]) -> dict[str, Any]:
-        if request.get("op") == "status":
-            seen = await self.status()
-            return {
-                "status": {
-                    "state": seen.state,
-                    "message": seen.message,
-                    "torch_version": seen.torch_version,
-                }
-            }
-        try:
-            outcome = await self.submit(Job.model_validate(request["job"]))
-        except ConfirmBusyError as busy:
-            return {"busy": busy.retry_after}
-        except ConfirmUnavailableError as unavailable:
-            return {"unavailable": unavailable.message}
-        return {
-            "ok": {
-                "result": outcome.result.model_dump(),
-                "elapsed_ms": outcome.elapsed_ms,
-                "attempts": outcome.attempts,
-                "cached": outcome.cached,
-            }
-        }
 
     async def stop(self) -> None:
         """Stop watching, and if this worker owns the pool, stop it and release the lock."""
@@ -288,14 +213,7 @@ class ConfirmService:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watch
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(FileNotFoundError):
-                self.socket_path.unlink()
-        if self.scheduler is not None:
-            await self.scheduler.pool.stop()
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # releases the lock: a peer may take over
-            self._lock_fd = None
+        if self._host is not None:
+            await self._host.stop()
         self.role = "off"
         self._off_message = "the server is shutting down"

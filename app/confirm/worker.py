@@ -12,12 +12,12 @@ backward three ways on the loss ``Σ weight·½(w - y)²`` of its own items:
   divides by N instead of P.
 
 Then SGD with η on every replica. Run as ``python -m app.confirm.worker`` by the server's pool
-(:mod:`app.confirm.pool`), which talks to every rank over its own socket, one JSON line each way.
+(:mod:`app.confirm.pool`), which talks to every rank over its own socket in length-prefixed JSON
+frames (:mod:`app.confirm.frames`).
 """
 
 import argparse
 import ctypes
-import json
 import os
 import signal
 import socket
@@ -42,6 +42,7 @@ from torch._C._distributed_c10d import (
 )
 from torch.nn.parallel import DistributedDataParallel
 
+from app.confirm.frames import receive, send
 from app.confirm.jobs import MODES, Job, Microbatch, Mode, ModeReport, RankReport, Reference
 
 TORCH_VERSION = str(torch.__version__)
@@ -181,11 +182,6 @@ def set_parent_death_signal() -> None:
     libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
 
 
-def send(stream: Any, message: dict[str, Any]) -> None:
-    stream.write(json.dumps(message).encode() + b"\n")
-    stream.flush()
-
-
 def process_groups(
     rank: int, world: int, store: Store, timeout: timedelta, connect_timeout: timedelta
 ) -> dict[int, ProcessGroup]:
@@ -218,7 +214,7 @@ def process_groups(
 
 
 def serve_rank(rank: int, fd: int, args: argparse.Namespace) -> None:
-    """One pool rank: meet the others, build a group per P, warm each, then answer job lines."""
+    """One pool rank: meet the others, build a group per P, warm each, then answer job frames."""
     stream = socket.socket(fileno=fd).makefile("rwb")
     torch.set_num_threads(1)
     start = timedelta(seconds=args.init_timeout)
@@ -231,8 +227,8 @@ def serve_rank(rank: int, fd: int, args: argparse.Namespace) -> None:
         replicas[size] = make_replicas(group)
         run_rank(warm_job(size), rank, replicas[size])
     send(stream, {"event": "ready", "rank": rank, "pid": os.getpid(), "torch": TORCH_VERSION})
-    for line in stream:
-        job = Job.model_validate_json(line)
+    while (message := receive(stream)) is not None:
+        job = Job.model_validate(message)
         try:
             report = run_rank(job, rank, replicas[job.world_size])
         except Exception as exc:  # a failed collective leaves the group unusable: report, exit

@@ -47,6 +47,17 @@ def service(request: Request) -> ConfirmService:
     return cast(ConfirmService, request.app.state.confirm)
 
 
+def client_key(request: Request) -> str:
+    """Whose turn a confirmation takes in the pool's fair queue: the live class's participant
+    when the request has one, else the client's address. Behind a proxy listed in
+    ``--forwarded-allow-ips`` uvicorn has already put the forwarded address there; a header from
+    anyone else is ignored, so a client cannot pose as many."""
+    participant = getattr(request.state, "participant", None)
+    if participant is not None:
+        return f"participant:{participant}"
+    return f"address:{request.client.host if request.client else ''}"
+
+
 async def run_confirmation(request: Request, body: GradientRequest) -> ConfirmResponse:
     """Engine first (it validates), then the same update on the pool. Raises on any failure."""
     try:
@@ -61,11 +72,11 @@ async def run_confirmation(request: Request, body: GradientRequest) -> ConfirmRe
             engine_error_detail(EngineError(error.field, error.message))
         ) from error
     try:
-        outcome = await confirm.submit(job)
+        outcome = await confirm.submit(job, client_key(request))
     except ConfirmBusyError as busy:
         raise ConfirmFailedError(429, str(busy), busy.retry_after) from busy
     except ConfirmUnavailableError as unavailable:
-        raise ConfirmFailedError(503, unavailable.message) from unavailable
+        raise ConfirmFailedError(503, unavailable.message, unavailable.retry_after) from unavailable
     return confirm_response(job, engine, outcome, notes)
 
 
@@ -81,14 +92,23 @@ def problem(request: Request, failed: ConfirmFailedError) -> Response:
         **BODY_RESPONSES,
         429: {
             "model": ConfirmProblem,
-            "description": "The confirmation queue is full; retry after the given seconds.",
+            "description": (
+                "This client already has ATLAS_CONFIRM_CLIENT_LIMIT confirmations waiting or"
+                " running, or the whole queue is full; retry after the given seconds."
+            ),
             "headers": {
                 "Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}
             },
         },
         503: {
             "model": ConfirmProblem,
-            "description": "torch is not installed, the confirmation is off, or the pool failed.",
+            "description": (
+                "torch is not installed, the confirmation is off, the pool failed, or its owner"
+                " is starting or busy (then with Retry-After)."
+            ),
+            "headers": {
+                "Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}
+            },
         },
     },
 )

@@ -5,7 +5,7 @@ from typing import Literal
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from app.confirm.service import torch_installed
+from app.confirm.host import torch_installed
 from app.lesson.course import ServedLessons
 
 router = APIRouter(tags=["health"])

@@ -1,0 +1,169 @@
+"""The fair queue in front of the pool: one job at a time, taken in turn from each client.
+
+A client is whoever the web side says asks (a live class's participant, else the peer address;
+``app.routes.confirm.client_key``). Each client has its own queue and may have at most
+``client_limit`` jobs waiting or running; the pool takes the next job from the client after the
+one it last served, so a client that floods the queue waits behind its own jobs while everyone
+else's go round. An identical job already waiting or running is not queued again: the second
+asker waits for the same run. A small cache answers identical jobs that finished. Imports no
+torch.
+"""
+
+import asyncio
+import logging
+import math
+import time
+from collections import OrderedDict, deque
+from dataclasses import replace
+
+from app.confirm.jobs import Job
+from app.confirm.pool import (
+    ConfirmBusyError,
+    ConfirmUnavailableError,
+    Outcome,
+    Pool,
+    WorkerFaultError,
+)
+
+log = logging.getLogger("atlas.confirm")
+
+
+class Scheduler:
+    """Round-robin between clients over one pool; used from one event loop."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        *,
+        queue_limit: int,
+        client_limit: int,
+        cache_size: int,
+        start_timeout: float,
+    ) -> None:
+        self.pool = pool
+        self.queue_limit = queue_limit
+        self.client_limit = client_limit
+        self.cache_size = cache_size
+        self.start_timeout = start_timeout
+        self.runs = 0
+        self._queues: OrderedDict[str, deque[tuple[Job, asyncio.Future[Outcome]]]] = OrderedDict()
+        self._held: dict[str, int] = {}
+        self._in_flight: dict[str, asyncio.Future[Outcome]] = {}
+        self._cache: OrderedDict[str, Outcome] = OrderedDict()
+        self._runner: asyncio.Task[None] | None = None
+        self._running = False
+        self._typical_seconds = 0.05
+
+    @property
+    def waiting(self) -> int:
+        """Jobs queued behind the one running."""
+        return sum(len(jobs) for jobs in self._queues.values())
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def retry_after(self) -> int:
+        """Seconds until the queue has probably drained: its length times a typical job."""
+        return max(1, math.ceil((self.waiting + 1) * self._typical_seconds))
+
+    async def submit(self, job: Job, client: str) -> Outcome:
+        """Run ``job`` for ``client`` in its turn. Raises ConfirmBusyError (the client's share or
+        the whole queue is full) or ConfirmUnavailableError (the pool cannot run it)."""
+        key = job.key()
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return replace(self._cache[key], cached=True)
+        if key in self._in_flight:
+            shared = await asyncio.shield(self._in_flight[key])
+            return replace(shared, cached=True)
+        held = self._held.get(client, 0)
+        if held >= self.client_limit:
+            raise ConfirmBusyError(
+                self.retry_after(),
+                f"this client already has {held} confirmation{'s' if held != 1 else ''}"
+                f" waiting or running (ATLAS_CONFIRM_CLIENT_LIMIT={self.client_limit})",
+            )
+        if self._running and self.waiting >= self.queue_limit:
+            raise ConfirmBusyError(self.retry_after())
+        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = future
+        self._held[client] = held + 1
+        self._queues.setdefault(client, deque()).append((job, future))
+        if self._runner is None or self._runner.done():
+            self._runner = asyncio.create_task(self._serve())
+        # Shielded: a client that hangs up leaves its job to finish for whoever else waits on it.
+        return await asyncio.shield(future)
+
+    async def _serve(self) -> None:
+        while self._queues:
+            client, jobs = self._queues.popitem(last=False)
+            job, future = jobs.popleft()
+            if jobs:
+                self._queues[client] = jobs  # at the end: every other client goes first
+            self._running = True
+            try:
+                outcome = await self._run(job)
+            except ConfirmUnavailableError as exc:
+                future.set_exception(exc)
+                future.exception()  # whoever waited has it; nobody left is not an error
+            except Exception as exc:  # a bug must answer its waiters, not hang them
+                log.exception("a confirmation job failed unexpectedly")
+                future.set_exception(ConfirmUnavailableError(f"the confirmation failed: {exc}"))
+                future.exception()
+            else:
+                future.set_result(outcome)
+                self._remember(job.key(), outcome)
+            finally:
+                self._running = False
+                del self._in_flight[job.key()]
+                self._held[client] -= 1
+                if not self._held[client]:
+                    del self._held[client]
+
+    def _remember(self, key: str, outcome: Outcome) -> None:
+        if self.cache_size > 0:
+            self._cache[key] = outcome
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+
+    async def _run(self, job: Job) -> Outcome:
+        await self.pool.wait_ready(self.start_timeout)
+        fault: WorkerFaultError | None = None
+        for attempt in (1, 2):
+            started = time.perf_counter()
+            try:
+                result = await self.pool.run(job)
+            except WorkerFaultError as exc:
+                fault = exc
+                log.warning(
+                    "confirm job failed on attempt %d: %s; rebuilding the pool", attempt, exc
+                )
+                # The retry waits for the fresh pool; after a second failure the answer does not.
+                await self.pool.rebuild(wait=attempt == 1)
+                if self.pool.state != "ready":
+                    break
+                continue
+            seconds = time.perf_counter() - started
+            self._typical_seconds = 0.8 * self._typical_seconds + 0.2 * seconds
+            self.runs += 1
+            return Outcome(result, seconds * 1000, attempt)
+        raise ConfirmUnavailableError(
+            f"the torch.distributed run failed ({fault}); the pool was rebuilt"
+            f" ({self.pool.message}). Try again in a few seconds."
+        )
+
+    async def stop(self) -> None:
+        """Stop taking jobs: every waiting asker gets a 503, then the pool stops."""
+        pending = list(self._in_flight.values())
+        if self._runner is not None and not self._runner.done():
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)
+        for future in pending:
+            if not future.done():
+                future.set_exception(ConfirmUnavailableError("the server is shutting down"))
+                future.exception()
+        self._queues.clear()
+        self._in_flight.clear()
+        self._held.clear()
+        await self.pool.stop()
