@@ -183,8 +183,11 @@ def test_stopped_worker_hits_the_deadline_and_the_queue_bound_holds(server: Live
     queued = threading.Thread(target=send, args=("queued", body_for(2, 5)))
     queued.start()
     time.sleep(0.3)
-    refused = post(server.url, body_for(2, 6))
+    # From another address: its own share of the queue is free, the whole queue is not.
+    with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2")) as other:
+        refused = other.post(f"{server.url}/api/confirm", json=body_for(2, 6), timeout=60)
     assert refused.status_code == 429, refused.text
+    assert "queue is full" in refused.json()["detail"]
     assert int(refused.headers["Retry-After"]) >= 1
     hung.join(timeout=60)
     queued.join(timeout=60)

@@ -27,7 +27,7 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)\s*$")
 KNOWN_LANGS = {"bash", "json", "text", "console", ""}
 # Fields whose values differ from one run to the next: only their presence is checked.
-VARYING = {"elapsed_ms", "cached"}
+VARYING = {"elapsed_ms", "cached", "runs"}
 # Commands a console block may show, each proven by something other than this module.
 COVERED_ELSEWHERE = {
     "make run": "tests/test_makefile.py",

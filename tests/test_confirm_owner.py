@@ -1,0 +1,182 @@
+"""``python -m app`` with two web workers and the pool's owner in a process of its own: every job
+size, a class of pollers, a flooding client, the owner killed, and a clean stop.
+
+Each scenario reproduces a failure of the pool owned by whichever web worker took the lock: a
+``counts`` 5000,5000 job failed about half the time (lines of at most 64 KiB), 300 status pollers
+got hundreds of 500s (a full socket backlog), and one client's 20 jobs got another's
+confirmations 429 7 times in 8.
+"""
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import ROOT, free_port
+from tests.test_confirm_server import (
+    POOL_READY_SECONDS,
+    descendants,
+    maps_torch,
+    parents,
+    wait_gone,
+    wait_ready,
+)
+
+pytestmark = pytest.mark.distributed
+
+
+@dataclass
+class App:
+    process: subprocess.Popen[bytes]
+    url: str
+    runtime: str
+
+
+def large(salt: int) -> dict[str, Any]:
+    """``counts`` 5000,5000: a 50-byte request whose job is about 200 KB."""
+    return {"counts": [5000, 5000], "means": [1, salt], "eta": 0.1, "w": 1}
+
+
+def host_pid(app: App) -> int:
+    """The pool's owner: the launcher's child that is not a web worker."""
+    for pid, parent in parents().items():
+        if parent == app.process.pid:
+            try:
+                arguments = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"app.confirm.host" in arguments:
+                return pid
+    raise AssertionError("no app.confirm.host process under python -m app")
+
+
+@pytest.fixture(scope="module")
+def app() -> Iterator[App]:
+    runtime = tempfile.mkdtemp(prefix="atlas-confirm-owner-")
+    port = free_port()
+    env = {
+        **os.environ,
+        "ATLAS_CONFIRM_RUNTIME_DIR": runtime,
+        "ATLAS_CONFIRM_CACHE_SIZE": "0",
+        "ATLAS_CONFIRM_JOB_TIMEOUT_S": "20",
+    }
+    command = [sys.executable, "-m", "app", "--workers", "2", "--port", str(port)]
+    process = subprocess.Popen([*command, "--no-access-log"], cwd=ROOT, env=env)
+    live = App(process, f"http://127.0.0.1:{port}", runtime)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, "python -m app exited"
+            assert time.monotonic() < deadline, "no /healthz within 60 s"
+            try:
+                if httpx.get(f"{live.url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        wait_ready(live.url)
+        yield live
+        tree = descendants(process.pid)
+        assert len([pid for pid in tree if maps_torch(pid)]) == 8
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+        assert wait_gone(tree) == set(), "python -m app left a process behind"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_no_web_worker_holds_torch_and_one_owner_holds_eight_ranks(app: App) -> None:
+    owner = host_pid(app)
+    # The two web workers (and multiprocessing's helper): none imports torch or starts a rank.
+    others = [
+        pid for pid, parent in parents().items() if parent == app.process.pid and pid != owner
+    ]
+    assert len(others) >= 2
+    assert not any(maps_torch(pid) for pid in [app.process.pid, owner, *others])
+    assert not any(descendants(pid) for pid in others), "a web worker started a process"
+    assert len([pid for pid in descendants(owner) if maps_torch(pid)]) == 8
+    assert httpx.get(f"{app.url}/api/confirm/status").json()["role"] == "peer"
+
+
+def test_a_job_over_64_kib_confirms_from_either_worker(app: App) -> None:
+    for salt in range(20):  # fresh connections: the kernel spreads them over both workers
+        response = httpx.post(f"{app.url}/api/confirm", json=large(salt), timeout=60)
+        assert response.status_code == 200, response.text
+        assert response.json()["engine_agrees"]
+
+
+def test_three_hundred_status_pollers_all_get_an_answer(app: App) -> None:
+    async def poll() -> list[int]:
+        limits = httpx.Limits(max_connections=300)
+        async with httpx.AsyncClient(limits=limits, timeout=30) as client:
+
+            async def one() -> int:
+                return (await client.get(f"{app.url}/api/confirm/status")).status_code
+
+            return await asyncio.gather(*(one() for _ in range(300)))
+
+    codes = asyncio.run(poll())
+    assert codes == [200] * 300
+
+
+def from_address(address: str) -> httpx.Client:
+    """A client whose connections come from ``address`` (any of 127/8 reaches 127.0.0.1)."""
+    return httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=120)
+
+
+def test_a_flooding_client_never_stops_another_ones_confirmation(app: App) -> None:
+    flood: list[int] = []
+
+    def flood_one(salt: int) -> None:
+        with from_address("127.0.0.1") as client:
+            flood.append(client.post(f"{app.url}/api/confirm", json=large(1000 + salt)).status_code)
+
+    threads = [threading.Thread(target=flood_one, args=(salt,)) for salt in range(20)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.3)
+    waiting = httpx.get(f"{app.url}/api/confirm/status").json()
+    answers = []
+    with from_address("127.0.0.2") as other:
+        for salt in range(8):
+            answers.append(other.post(f"{app.url}/api/confirm", json=large(2000 + salt)))
+    for thread in threads:
+        thread.join(timeout=120)
+    assert [answer.status_code for answer in answers] == [200] * 8, answers[0].text
+    # The flood kept its own share (2), the rest were told when to come back.
+    assert sorted(set(flood)) == [200, 429]
+    assert flood.count(200) >= 2
+    assert waiting["running"] or waiting["waiting"] or waiting["runs"]
+
+
+def test_the_owner_killed_is_restarted_and_nothing_answers_500(app: App) -> None:
+    before = host_pid(app)
+    ranks = descendants(before)
+    os.kill(before, signal.SIGKILL)
+    deadline = time.monotonic() + POOL_READY_SECONDS
+    codes = []
+    while time.monotonic() < deadline:
+        response = httpx.post(f"{app.url}/api/confirm", json=large(3000), timeout=60)
+        codes.append(response.status_code)
+        if response.status_code == 200:
+            break
+        assert response.status_code == 503, response.text
+        assert int(response.headers["Retry-After"]) >= 1
+        time.sleep(0.5)
+    assert codes[-1] == 200, codes
+    assert host_pid(app) != before
+    assert wait_gone(ranks) == set(), "the dead owner's ranks were ended"
