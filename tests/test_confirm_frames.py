@@ -117,7 +117,7 @@ def test_the_queue_takes_clients_in_turn_merges_twins_and_caps_each_client() -> 
                 ]
                 await asyncio.sleep(0)
                 assert scheduler.waiting == 4  # d's twin is not queued again
-                with pytest.raises(ConfirmBusyError, match="CLIENT_LIMIT=2"):
+                with pytest.raises(ConfirmBusyError, match="ATLAS_CONFIRM_CLIENT_LIMIT=2"):
                     await scheduler.submit(distinct(5), "A")
                 cached = await asyncio.gather(*tasks)
                 # A's second job waits until B and C have had their turn.

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
+from starlette.requests import Request
 
 from app.confirm.check import RELATIVE_TOLERANCE, confirm_response, tolerances
 from app.confirm.convert import MAX_UNIT_ITEMS, JobError, job_from_request
@@ -13,6 +14,7 @@ from app.confirm.pool import Outcome, process_gone
 from app.lab.compute import compute
 from app.lab.state import GradientRequest
 from app.main import create_app
+from app.routes.confirm import client_key
 from app.settings import Settings
 
 LESSON_BODY = {"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10}
@@ -182,3 +184,14 @@ def test_a_right_gradient_with_a_wrong_w_new_is_refused_at_a_large_w() -> None:
     assert not checked.comm_hook.matches_engine
     assert not checked.comm_hook.matches_reference
     assert not checked.engine_agrees
+
+
+def test_the_queue_knows_a_client_by_its_participant_else_its_address() -> None:
+    def request(client: tuple[str, int] | None, **state: object) -> Request:
+        return Request({"type": "http", "client": client, "headers": [], "state": state})
+
+    assert client_key(request(("10.0.0.5", 4000))) == "address:10.0.0.5"
+    # Students behind one NAT address are told apart once the live class names them.
+    assert client_key(request(("10.0.0.5", 4001), participant=17)) == "participant:17"
+    assert client_key(request(("10.0.0.5", 4002), participant=18)) == "participant:18"
+    assert client_key(request(None)) == "address:"

@@ -81,8 +81,9 @@ class Scheduler:
         if held >= self.client_limit:
             raise ConfirmBusyError(
                 self.retry_after(),
-                f"this client already has {held} confirmation{'s' if held != 1 else ''}"
-                f" waiting or running (ATLAS_CONFIRM_CLIENT_LIMIT={self.client_limit})",
+                f"you already have {held} confirmation{'s' if held != 1 else ''} waiting or"
+                f" running, the most one client may"
+                f" (ATLAS_CONFIRM_CLIENT_LIMIT={self.client_limit})",
             )
         if self._running and self.waiting >= self.queue_limit:
             raise ConfirmBusyError(self.retry_after())
