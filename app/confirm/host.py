@@ -67,6 +67,14 @@ def off_reason(settings: Settings) -> str:
     return ""
 
 
+def open_lock(settings: Settings) -> int:
+    """The owner's lock file, opened (the runtime folder made if need be); raises OSError when
+    the folder cannot be used."""
+    folder = settings.confirm_runtime_dir
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return os.open(folder / "pool.lock", os.O_RDWR | os.O_CREAT, 0o600)
+
+
 def socket_path(settings: Settings) -> Path:
     return settings.confirm_runtime_dir / "pool.sock"
 
@@ -84,9 +92,7 @@ class PoolHost:
         """Take the owner's lock if free (the kernel frees it when its holder dies). Raises
         OSError when the runtime folder cannot be used."""
         if self._lock_fd is None:
-            folder = self.settings.confirm_runtime_dir
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._lock_fd = os.open(folder / "pool.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            self._lock_fd = open_lock(self.settings)
         try:
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -193,7 +199,12 @@ async def serve(settings: Settings) -> None:
             if os.getppid() != launcher:
                 log.warning("the launcher (pid %d) is gone; stopping the pool", launcher)
                 break
-            if not owner and host.take_lock():
+            try:
+                taken = not owner and host.take_lock()
+            except OSError as exc:
+                log.error("cannot use the runtime folder (ATLAS_CONFIRM_RUNTIME_DIR): %s", exc)
+                raise SystemExit(NO_POOL_EXIT) from exc  # the web workers say so on the page
+            if taken:
                 owner = True
                 await host.start()
             with contextlib.suppress(TimeoutError):

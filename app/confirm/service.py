@@ -13,13 +13,14 @@ status polls in one worker share one request to the owner. No torch.
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from app.confirm.frames import FrameError, read_frame, write_frame
-from app.confirm.host import PoolHost, off_reason, socket_path
+from app.confirm.host import PoolHost, off_reason, open_lock, socket_path
 from app.confirm.jobs import DistributedResult, Job
 from app.confirm.pool import ConfirmBusyError, ConfirmUnavailableError, Outcome
 from app.settings import Settings
@@ -78,21 +79,25 @@ class ConfirmService:
         if self._off_message:
             log.warning("%s", self._off_message)
             return
-        self.role = "peer"
-        if self.settings.confirm_pool_process:
-            return
         host = PoolHost(self.settings)
         try:
-            owner = host.take_lock()
+            if self.settings.confirm_pool_process:
+                # The owner is another process; a folder it cannot use, this worker says why.
+                os.close(open_lock(self.settings))
+                owner = False
+            else:
+                owner = host.take_lock()
         except OSError as exc:
             # Everything else still works; the panel and the API say why this part does not.
-            self.role = "off"
             self._off_message = (
                 f"The torch.distributed confirmation cannot use its runtime folder"
                 f" {self.settings.confirm_runtime_dir} (ATLAS_CONFIRM_RUNTIME_DIR):"
                 f" {exc.strerror or exc}."
             )
             log.error(self._off_message)
+            return
+        self.role = "peer"
+        if self.settings.confirm_pool_process:
             return
         self._host = host
         if owner:
