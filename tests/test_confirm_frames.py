@@ -22,6 +22,7 @@ from app.confirm.jobs import Job
 from app.confirm.pool import ConfirmBusyError, Pool, PoolConfig
 from app.confirm.scheduler import Scheduler
 from app.lab.state import GradientRequest
+from tests.confirming import run_own_loop
 
 
 def large_job() -> Job:
@@ -49,7 +50,7 @@ def test_a_job_over_64_kib_crosses_a_real_socket_whole_both_ways() -> None:
         assert await read_frame(reader) is None  # closed between frames: the end, not an error
         writer.close()
 
-    asyncio.run(scenario())
+    run_own_loop(scenario)
 
 
 @pytest.mark.parametrize(
@@ -72,7 +73,7 @@ def test_a_broken_frame_is_refused_without_waiting_for_more(raw: bytes, complain
         writer.close()
         theirs.close()
 
-    asyncio.run(scenario())
+    run_own_loop(scenario)
     first, second = socket.socketpair()
     first.sendall(raw)
     first.shutdown(socket.SHUT_WR)
@@ -131,4 +132,4 @@ def test_the_queue_takes_clients_in_turn_merges_twins_and_caps_each_client() -> 
             finally:
                 await scheduler.stop()
 
-    asyncio.run(scenario())
+    run_own_loop(scenario)

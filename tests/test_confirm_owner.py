@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.confirming import run_own_loop
 from tests.conftest import ROOT, free_port
 from tests.test_confirm_server import (
     POOL_READY_SECONDS,
@@ -134,7 +135,7 @@ def test_three_hundred_status_pollers_all_get_an_answer(app: App) -> None:
                 for code in codes
             ]
 
-    codes = asyncio.run(poll())
+    codes = run_own_loop(poll)
     assert codes == [200] * 3000
 
 
