@@ -218,6 +218,8 @@ def test_trajectory_lesson_example_is_exact_at_eta_one_half() -> None:
         ([[9.0], [7.0]], [[1.0], [math.inf]], 0.1, 10.0, "weights"),
         ([[1e200], [-1e200]], [[1.0], [2.0]], 0.1, 0.0, "targets"),  # losses past the range
         ([[1e150], [2.0]], [[1e160], [1e160]], 0.1, 0.0, "targets"),  # sums past it
+        ([[1e200, -1e200]], [[1e200, 1e200]], 0.1, 0.0, "targets"),  # inf and -inf products
+        ([[0.0], [-2.0]], [[64.0], [1e308]], 0.1, 0.0, "targets"),  # one product past it
         ([], None, 0.1, 1.0, "targets"),
         ([[1.0], [2.0]], [[3.0]], 0.1, 1.0, "weights"),  # shapes differ
         ([[1.0, 2.0]], [[3.0]], 0.1, 1.0, "weights"),

@@ -105,10 +105,11 @@ RankLists = list[tuple[list[float], list[float]]]
 
 
 def _sum(values: Iterable[float]) -> float:
-    """The float nearest to the exact sum of ``values`` (finite floats); inf past the range."""
+    """The float nearest to the exact sum of ``values``; inf when the sum or a value (a product
+    that overflowed) is past the float range, so the caller refuses it."""
     try:
         return math.fsum(values)
-    except OverflowError:
+    except (OverflowError, ValueError):  # ValueError: inf and -inf among the values
         return math.inf
 
 
