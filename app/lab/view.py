@@ -65,7 +65,8 @@ class LabView(NamedTuple):
 
 class LabCharts(NamedTuple):
     """The pictures below the figures: the rank means on a number line and the SGD paths.
-    A drag refreshes them at most every few input events (block lab_charts of templates/_lab.html)."""
+    A drag refreshes them at most every few input events (block lab_charts of
+    templates/_lab.html)."""
 
     number_line: NumberLine
     trajectory: TrajectoryView | None
