@@ -9,7 +9,8 @@ connections, one after the other; a row gives the attack's size, the probes' wor
 status, and what the attack cost the server (its open files, its log):
 
 * **slow-bodies**: 1,000 connections each send a POST's head, then one byte of its body every 7 s;
-* **slow-readers**: 200 connections each pipeline 20 requests for the lesson page and never read;
+* **slow-readers**: 200 connections each pipeline 20 requests for the lesson page and never read
+  (probed once each has the start of its first answer);
 * **one-address**: 500 clients from one address (a school's NAT), each 3 requests on one
   connection, all at once: every answer must be 200;
 * **hang-ups**: 20 clients each pipeline 5 requests to the JSON API and close at once: the
@@ -117,13 +118,30 @@ async def slow_bodies(port: int, count: int = 1000) -> dict[str, Any]:
 
 
 async def slow_readers(port: int, count: int = 200, pipelined: int = 20) -> dict[str, Any]:
-    writers = await hold(port, count, request("/", close=False) * pipelined)
-    await asyncio.sleep(2)
+    readers, writers = [], []
+    for _ in range(count):
+        reader, writer = await asyncio.open_connection(HOST, port)
+        writer.write(request("/", close=False) * pipelined)
+        readers.append(reader)
+        writers.append(writer)
+    # Probe once the attack is in place: each has the start of its first answer (200 lesson
+    # pages asked for at once are a burst of work whoever asks). asyncio's reader takes up to
+    # 128 KiB from the socket and then stops reading, as a client that never reads.
+    started = time.monotonic()
+    async with asyncio.timeout(120):
+        for reader in readers:
+            await reader.readexactly(1)
+    in_place_s = round(time.monotonic() - started, 2)
     try:
         found = await probes(port, rounds=10)
     finally:
         close_all(writers)
-    return {"connections": len(writers), "pipelined": pipelined, "probes": found}
+    return {
+        "connections": len(writers),
+        "pipelined": pipelined,
+        "first_answers_s": in_place_s,
+        "probes": found,
+    }
 
 
 async def one_address(port: int, clients: int = 500, each: int = 3) -> dict[str, Any]:
