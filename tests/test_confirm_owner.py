@@ -17,14 +17,16 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from itsdangerous import URLSafeSerializer
 
+from app.live.access import STUDENT_SALT, student_cookie
 from tests.confirming import run_own_loop
 from tests.conftest import ROOT, free_port
 from tests.test_confirm_server import (
@@ -73,6 +75,7 @@ def app() -> Iterator[App]:
         "ATLAS_CONFIRM_RUNTIME_DIR": runtime,
         "ATLAS_CONFIRM_CACHE_SIZE": "0",
         "ATLAS_CONFIRM_JOB_TIMEOUT_S": "20",
+        "ATLAS_SECRET_KEY": SECRET_KEY,
     }
     command = [sys.executable, "-m", "app", "--workers", "2", "--port", str(port)]
     process = subprocess.Popen([*command, "--no-access-log"], cwd=ROOT, env=env)
@@ -143,9 +146,20 @@ def test_three_hundred_status_pollers_all_get_an_answer(app: App) -> None:
     assert answers == {200: 3000}
 
 
+SECRET_KEY = "test-confirm-owner-key"
+
+
 def from_address(address: str) -> httpx.Client:
     """A client whose connections come from ``address`` (any of 127/8 reaches 127.0.0.1)."""
     return httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=120)
+
+
+def as_student(token: str) -> httpx.Client:
+    """A live class's student on 127.0.0.1, as the class's join leaves them: the signed cookie."""
+    signed = URLSafeSerializer(SECRET_KEY, salt=STUDENT_SALT).dumps(token)
+    client = from_address("127.0.0.1")
+    client.cookies.set(student_cookie("ABCDEF"), signed)
+    return client
 
 
 def heavy(salt: int) -> dict[str, Any]:
@@ -153,13 +167,24 @@ def heavy(salt: int) -> dict[str, Any]:
     return {"counts": [400] * 8, "means": [0] * 8, "eta": 0.1, "w": salt}
 
 
-def test_a_flooding_client_never_stops_another_ones_confirmation(app: App) -> None:
+@pytest.mark.parametrize(
+    ("flooder", "other"),
+    [
+        (lambda: from_address("127.0.0.1"), lambda: from_address("127.0.0.2")),
+        # A school's NAT: both on one address, told apart by their class's cookies.
+        (lambda: as_student("flooding-student"), lambda: as_student("other-student")),
+    ],
+    ids=["two-addresses", "two-students-one-address"],
+)
+def test_a_flooding_client_never_stops_another_ones_confirmation(
+    app: App, flooder: Callable[[], httpx.Client], other: Callable[[], httpx.Client]
+) -> None:
     flood: list[int] = []
     done = threading.Event()
 
     def keep_sending(thread: int) -> None:
-        # Twenty threads of one address, each sending its next job as soon as one is answered.
-        with from_address("127.0.0.1") as client:
+        # Twenty threads of one client, each sending its next job as soon as one is answered.
+        with flooder() as client:
             for salt in range(thread * 10_000, (thread + 1) * 10_000):
                 if done.is_set():
                     return
@@ -171,9 +196,9 @@ def test_a_flooding_client_never_stops_another_ones_confirmation(app: App) -> No
     try:
         time.sleep(1.0)
         status = httpx.get(f"{app.url}/api/confirm/status", timeout=30).json()
-        with from_address("127.0.0.2") as other:
+        with other() as client:
             answers = [
-                other.post(f"{app.url}/api/confirm", json=heavy(500_000 + salt))
+                client.post(f"{app.url}/api/confirm", json=heavy(500_000 + salt))
                 for salt in range(8)
             ]
     finally:
