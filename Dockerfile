@@ -1,7 +1,7 @@
 # Atlas lesson for a classroom: the web app plus the CPU-only torch confirmation, non-root.
 #
 #   docker build -t atlas-lesson .
-#   docker run -p 8000:8000 atlas-lesson
+#   docker run -p 8000:8000 -v atlas-data:/data atlas-lesson
 #
 # BASE is Debian 12 (bookworm) slim, whose python3 is 3.11: the public image by default.
 # scripts/verify-image builds the same file system locally with debootstrap (no registry there)
@@ -70,9 +70,14 @@ COPY lesson_data ./lesson_data
 COPY static ./static
 COPY templates ./templates
 COPY scripts/docker-entrypoint ./scripts/docker-entrypoint
+COPY migrations ./migrations
 COPY app ./app
-# Byte-compile now: the root file system may be read-only at run time.
-RUN python3 -m compileall -q app
+# Byte-compile now: the root file system may be read-only at run time. /data holds the live
+# classes' database and the generated signing key: private to the app's user, and a volume, so
+# it outlives the container (and stays writable under --read-only).
+RUN python3 -m compileall -q app migrations \
+ && mkdir -m 0700 /data \
+ && chown 10001:10001 /data
 # WEB_CONCURRENCY is uvicorn's own default for --workers. HOME and the torch caches point at
 # /tmp so a read-only root file system with a tmpfs on /tmp is enough.
 ENV PATH=/opt/venv/bin:$PATH \
@@ -80,8 +85,10 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     WEB_CONCURRENCY=2 \
+    ATLAS_DATA_DIR=/data \
     HOME=/tmp
 USER 10001:10001
+VOLUME /data
 EXPOSE 8000
 HEALTHCHECK --interval=5s --timeout=3s --start-period=20s --retries=3 \
     CMD ["python3", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2).status != 200)"]

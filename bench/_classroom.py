@@ -23,12 +23,14 @@ def own_pool(runtime_dir: Path) -> dict[str, str]:
 
 
 def start_like_the_image(runtime_dir: Path, workers: int = 2) -> Server:
-    """scripts/docker-entrypoint with the image's two workers and no signing key given."""
+    """scripts/docker-entrypoint with the image's two workers and no signing key given; its
+    data folder (the image's /data) is ``runtime_dir/data``."""
     port = free_port()
     env = {name: value for name, value in os.environ.items() if name != "ATLAS_SECRET_KEY"}
     env |= {
         "PATH": f"{VENV_BIN}:{os.environ['PATH']}",
         "WEB_CONCURRENCY": str(workers),
+        "ATLAS_DATA_DIR": str(runtime_dir / "data"),
         **own_pool(runtime_dir),
     }
     command = [str(ENTRYPOINT), "--host", "127.0.0.1", "--port", str(port)]

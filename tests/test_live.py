@@ -143,10 +143,12 @@ def test_join_form_from_the_qr_address_has_the_code(app_client: TestClient) -> N
 
 def test_an_unknown_class_is_an_html_404(app_client: TestClient) -> None:
     for path in ("/class/ABCDEF", "/class/ABCDEF/host", "/class/nope/screen"):
-        answer = app_client.get(path)
+        answer = app_client.get(path, headers={"Accept": "text/html"})
         assert answer.status_code == 404
         assert answer.headers["content-type"].startswith("text/html")
-        assert soup(answer.text).select_one("h1") is not None
+        assert "no class with the code" in words(node(answer.text, "main")).lower()
+        # A script asking the same gets the reason as JSON, as every refusal of the app.
+        assert app_client.get(path).json()["detail"]
 
 
 # ---- who may do what ----------------------------------------------------------------------

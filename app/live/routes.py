@@ -1,13 +1,16 @@
 """The live class's routes: ``/class/…`` for the instructor and the students, ``/join``."""
 
 import hmac
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.routing import APIRoute
 from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from app.live import access
 from app.live.codes import read_code
@@ -26,20 +29,42 @@ from app.live.pages import (
 from app.live.service import LiveError, Snapshot
 from app.live.store import LiveClass, Participant
 from app.live.view import qr_svg
+from app.web.errors import error_response
+from app.web.limits import BODY_RESPONSES
 from app.web.templating import route_path
 
+# What the class's pages answer besides 200, documented for the OpenAPI schema (/docs).
+REFUSALS: dict[int | str, dict[str, Any]] = {
+    403: {"description": "Not this class's host (or student), or a cross-site post."},
+    404: {"description": "No class has this code (an HTML page for a browser)."},
+}
+POSTED: dict[int | str, dict[str, Any]] = {
+    **BODY_RESPONSES,
+    **REFUSALS,
+    303: {"description": "Done: the page to show next (post/redirect/get)."},
+    409: {"description": "Refused in the class's present state; the page says why."},
+    422: {"description": "A field is not valid; the page names it beside the field."},
+    429: {"description": "The server keeps as many classes as it may without a password."},
+}
+
 router = APIRouter(tags=["live class"])
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 # ---- helpers ------------------------------------------------------------------------------
 
 
 def _missing(request: Request, message: str) -> Response:
-    return page(request, "live/missing.html", {"message": message}, status_code=404)
+    """404: the site's error page for a browser (JSON for a script), in the app's one shape."""
+    response = error_response(request.scope, 404, message)
+    response.headers["Cache-Control"] = NO_STORE
+    return response
 
 
-def _refused(request: Request, message: str, status_code: int = 403) -> Response:
-    return page(request, "live/refused.html", {"message": message}, status_code=status_code)
+def _refused(request: Request, message: str) -> Response:
+    response = error_response(request.scope, 403, message)
+    response.headers["Cache-Control"] = NO_STORE
+    return response
 
 
 def _see(request: Request, name: str, **params: str) -> Response:
@@ -117,13 +142,41 @@ def _new_form(request: Request, error: LiveError | None = None, status_code: int
     )
 
 
-@router.get("/class/new", response_class=HTMLResponse, name="class_new")
+class FormRoute(APIRoute):
+    """A form's address: GET shows the form, POST sends it (two routes, one OpenAPI operation
+    each). A request with another method gets the app's 405 naming both (a route alone would
+    name only its own method)."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] not in ("GET", "POST"):
+            raise HTTPException(status_code=405, headers={"Allow": "GET, POST"})
+        await super().handle(scope, receive, send)
+
+
+def form_route(path: str, method: str, name: str, doc: str) -> Callable[[Endpoint], Endpoint]:
+    def register(endpoint: Endpoint) -> Endpoint:
+        router.add_api_route(
+            path,
+            endpoint,
+            methods=[method],
+            name=name,
+            response_class=HTMLResponse,
+            responses=POSTED if method == "POST" else REFUSALS,
+            description=doc,
+            route_class_override=FormRoute,
+        )
+        return endpoint
+
+    return register
+
+
+@form_route("/class/new", "GET", "class_new", "The form that starts a class.")
 async def class_new(request: Request) -> Response:
     """The form that starts a class (asks which lesson in a course, and the password if set)."""
     return _new_form(request)
 
 
-@router.post("/class/new", response_class=HTMLResponse, name="class_create")
+@form_route("/class/new", "POST", "class_create", "Start a class.")
 async def class_create(request: Request) -> Response:
     """Start a class: 303 to its dashboard with the host cookie set."""
     service = service_of(request)
@@ -143,7 +196,7 @@ async def class_create(request: Request) -> Response:
     return response
 
 
-@router.get("/class/{code}/host", response_class=HTMLResponse, name="class_host")
+@router.get("/class/{code}/host", response_class=HTMLResponse, name="class_host", responses=POSTED)
 async def class_host(request: Request, code: str) -> Response:
     """The instructor's dashboard; ``?key=`` (the co-host link) lets another device in."""
     key = request.query_params.get("key")
@@ -215,6 +268,7 @@ def _action(action: str, doc: str) -> None:
         name=f"class_{action}",
         response_class=HTMLResponse,
         summary=doc,
+        responses=POSTED,
     )
 
 
@@ -233,7 +287,9 @@ for _name, _doc in (
     _action(_name, _doc)
 
 
-@router.get("/class/{code}/screen", response_class=HTMLResponse, name="class_screen")
+@router.get(
+    "/class/{code}/screen", response_class=HTMLResponse, name="class_screen", responses=REFUSALS
+)
 async def class_screen(request: Request, code: str) -> Response:
     """The projector's view: large type, never a nickname."""
     live = await _hosted(request, code)
@@ -247,7 +303,12 @@ async def class_screen(request: Request, code: str) -> Response:
     return page(request, "live/screen.html", context)
 
 
-@router.get("/class/{code}/export.csv", name="class_export")
+@router.get(
+    "/class/{code}/export.csv",
+    name="class_export",
+    response_class=Response,
+    responses={200: {"content": {"text/csv": {}}, "description": "The answers."}, **REFUSALS},
+)
 async def class_export(request: Request, code: str) -> Response:
     """Every answer: nickname,question,choice,correct,answered_at (ISO 8601 UTC)."""
     live = await _hosted(request, code)
@@ -270,7 +331,7 @@ def _join_form(
     return page(request, "live/join.html", context, status_code=status_code)
 
 
-@router.get("/join", response_class=HTMLResponse, name="join")
+@form_route("/join", "GET", "join", "The join form.")
 async def join(request: Request) -> Response:
     """The join form: the class code and a nickname."""
     return _join_form(request, code=request.query_params.get("code", "")[:40])
@@ -282,7 +343,7 @@ async def join_code(request: Request, code: str) -> Response:
     return _join_form(request, code=(read_code(code) or code)[:40])
 
 
-@router.post("/join", response_class=HTMLResponse, name="join_post")
+@form_route("/join", "POST", "join_post", "Join a class.")
 async def join_post(request: Request) -> Response:
     """Join: 303 to the class's page with the student's cookie set; else the form again with the
     reason beside the field (422 bad nickname, 409 taken or ended, 404 unknown code)."""
@@ -337,7 +398,7 @@ async def _student_page(
     return response
 
 
-@router.get("/class/{code}", response_class=HTMLResponse, name="class_page")
+@router.get("/class/{code}", response_class=HTMLResponse, name="class_page", responses=POSTED)
 async def class_page(request: Request, code: str) -> Response:
     """A student's page: the current question, their verdict once revealed, the shared lab."""
     found = await _student(request, code)
@@ -367,19 +428,31 @@ async def _student_act(request: Request, code: str, action: str) -> Response:
     return _see(request, "class_page", code=live.code)
 
 
-@router.post("/class/{code}/answer", response_class=HTMLResponse, name="class_answer")
+@router.post(
+    "/class/{code}/answer", response_class=HTMLResponse, name="class_answer", responses=POSTED
+)
 async def class_answer(request: Request, code: str) -> Response:
     """Answer the current question (question, choice); 409 once paused, revealed or ended."""
     return await _student_act(request, code, "answer")
 
 
-@router.post("/class/{code}/share", response_class=HTMLResponse, name="class_share")
+@router.post(
+    "/class/{code}/share", response_class=HTMLResponse, name="class_share", responses=POSTED
+)
 async def class_share(request: Request, code: str) -> Response:
     """Send my lab state (the lab's own fields) to the instructor."""
     return await _student_act(request, code, "share")
 
 
-@router.get("/class/{code}/events", name="class_events")
+@router.get(
+    "/class/{code}/events",
+    name="class_events",
+    response_class=Response,
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "The stream."},
+        **REFUSALS,
+    },
+)
 async def class_events(request: Request, code: str) -> Response:
     """The page's live parts as Server-Sent Events: the current state first, then changes.
     The host's dashboard (host cookie), the projector (``?view=screen``) or a student's page."""

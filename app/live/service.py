@@ -81,7 +81,9 @@ class LiveService:
         try:
             code = read_join_code(typed_code)
         except JoinError as error:
-            raise LiveError(404, error.message, "code") from None
+            shown = typed_code.strip()[:12]
+            message = f"There is no class with the code “{shown}”: {error.message}"
+            raise LiveError(404, message, "code") from None
         async with self.db.session() as session:
             live = await store.class_by_code(session, code)
         if live is None:

@@ -1,0 +1,208 @@
+"""A live class in real Chromium: an instructor and three students on phones; everything the
+instructor does reaches the students' pages without a reload (htmx's SSE extension), and a
+restarted server on the same data folder brings the stream back by itself. axe finds nothing
+serious on the host's, a student's and the projector's pages."""
+
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import expect
+
+from bench._servers import Server, free_port, launch, stop
+from tests.browser import test_lesson_page
+from tests.browser.test_lesson_page import ConsoleLog
+from tests.test_live import questions, wrong
+
+pytestmark = pytest.mark.browser
+
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+KEY = "browser-live-key"
+LIVE_S = 10_000  # ms: what "live" may take here, on a shared machine
+# Pages in fresh contexts (own cookies) that fail the test if a request leaves 127.0.0.1.
+isolated = test_lesson_page.isolated
+
+
+@dataclass
+class Classroom:
+    data_dir: Path
+    port: int
+    server: Server | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        env = {
+            **os.environ,
+            "ATLAS_DATA_DIR": str(self.data_dir),
+            "ATLAS_SECRET_KEY": KEY,
+            "ATLAS_CONFIRM_ENABLED": "false",
+        }
+        command = [sys.executable, "-m", "app", "--port", str(self.port), "--log-level", "warning"]
+        self.server = launch(command, port=self.port, ready_path="/healthz", env=env)
+
+    def stop(self) -> None:
+        if self.server is not None:
+            stop(self.server)
+            self.server = None
+
+
+@pytest.fixture
+def classroom(tmp_path: Path) -> Iterator[Classroom]:
+    room = Classroom(tmp_path / "data", free_port())
+    room.start()
+    try:
+        yield room
+    finally:
+        room.stop()
+
+
+def start_class(host: Any, url: str) -> str:
+    host.goto(f"{url}/class/new")
+    host.get_by_role("button", name="Start the class").click()
+    expect(host.locator("#join-code")).to_be_visible()
+    return str(host.locator("#join-code").inner_text()).strip()
+
+
+def join(page: Any, url: str, code: str, nickname: str) -> None:
+    page.goto(f"{url}/join/{code}")
+    page.fill("#nickname", nickname)
+    page.get_by_role("button", name="Join").click()
+    expect(page.locator("#class-question")).to_be_visible()
+    # A page that reloads loses this mark: everything below must arrive without a reload.
+    page.evaluate("window.stayedOpen = true")
+
+
+def stayed_open(page: Any) -> bool:
+    return bool(page.evaluate("window.stayedOpen === true"))
+
+
+def ask(host: Any, question_id: str) -> None:
+    host.select_option("#question", question_id)
+    host.get_by_role("button", name="Ask", exact=True).click()
+
+
+def serious(page: Any) -> list[tuple[str, str, list[Any]]]:
+    results = Axe().run(page)
+    return [
+        (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:5])
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def test_a_class_runs_live_for_three_students(isolated: Any, classroom: Classroom) -> None:
+    first = questions()[0]
+    host = isolated(viewport=DESKTOP)
+    console = ConsoleLog(host)
+    code = start_class(host, classroom.url)
+    students = [isolated(viewport=PHONE) for _ in range(3)]
+    consoles = [ConsoleLog(page) for page in students]
+    for n, page in enumerate(students):
+        join(page, classroom.url, code, f"student {n}")
+    expect(host.locator("#participant-count")).to_have_text("3", timeout=LIVE_S)
+
+    ask(host, first.id)
+    for page in students:
+        expect(page.locator("#class-question input[name=question]")).to_have_value(
+            first.id, timeout=LIVE_S
+        )
+    choices = [first.answer_number, first.answer_number, wrong(first)]
+    for page, choice in zip(students, choices, strict=True):
+        page.locator(f"#class-question input[name=choice][value='{choice}']").check()
+        page.get_by_role("button", name="Send my answer").click()
+        expect(page.locator(".live-note")).to_contain_text(f"option {choice}")
+    # The dashboard counts them as they arrive, without a reload.
+    host.evaluate("window.stayedOpen = true")
+    expect(host.locator("#answer-count")).to_have_text("3", timeout=LIVE_S)
+    bar = host.locator(f"[data-choice='{first.answer_number}']")
+    expect(bar).to_have_attribute("data-count", "2")
+    assert stayed_open(host)
+
+    host.get_by_role("button", name="Reveal the answer").click()
+    for page, choice in zip(students, choices, strict=True):
+        verdict = page.locator("#class-verdict")
+        expect(verdict).to_have_attribute(
+            "data-correct", "true" if choice == first.answer_number else "false", timeout=LIVE_S
+        )
+        expect(verdict.locator(".reasoning")).to_be_visible()
+
+    host.fill("#lab-counts", "2,6")
+    host.fill("#lab-means", "1,3")
+    host.fill("#lab-eta", "0.1")
+    host.fill("#lab-w", "10")
+    host.get_by_role("button", name="Share with everyone").click()
+    for page in students:
+        lab = page.locator("#class-lab")
+        expect(lab.locator("[data-value='w-new']")).to_have_text("9.75", timeout=LIVE_S)
+        expect(lab.locator("[data-value='w-new-rank-mean']")).to_have_text("9.8")
+        assert stayed_open(page), "a student's page reloaded"
+        # 390 px: nothing scrolls sideways.
+        widths = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
+        assert widths[0] <= widths[1]
+
+    # The link opens the state in the student's own lab.
+    students[0].locator("#class-lab a").first.click()
+    expect(students[0].locator("#lab [data-value='w-new']")).to_have_text("9.75")
+    assert console.errors == []
+    for log in consoles:
+        assert log.errors == []
+
+
+def test_a_student_reconnects_after_the_server_restarts(
+    isolated: Any, classroom: Classroom
+) -> None:
+    first, second = questions()[:2]
+    host = isolated(viewport=DESKTOP)
+    code = start_class(host, classroom.url)
+    student = isolated(viewport=PHONE)
+    join(student, classroom.url, code, "Ada")
+    ask(host, first.id)
+    expect(student.locator("#class-question input[name=question]")).to_have_value(
+        first.id, timeout=LIVE_S
+    )
+    student.locator(f"#class-question input[name=choice][value='{first.answer_number}']").check()
+    student.get_by_role("button", name="Send my answer").click()
+    expect(student.locator(".live-note")).to_contain_text(f"option {first.answer_number}")
+
+    classroom.stop()
+    classroom.start()  # the same port and data folder
+
+    # The instructor's cookie still opens the dashboard, with everything kept.
+    host.goto(f"{classroom.url}/class/{code}/host")
+    expect(host.locator("#answer-count")).to_have_text("1")
+    ask(host, second.id)
+    # The student's page was never reloaded: its stream came back and caught up.
+    expect(student.locator("#class-question input[name=question]")).to_have_value(
+        second.id, timeout=40_000
+    )
+    assert stayed_open(student)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_class_pages_have_no_serious_accessibility_problems(
+    isolated: Any, classroom: Classroom, scheme: str
+) -> None:
+    first = questions()[0]
+    host = isolated(viewport=DESKTOP, color_scheme=scheme)
+    code = start_class(host, classroom.url)
+    student = isolated(viewport=PHONE, color_scheme=scheme)
+    join(student, classroom.url, code, "Ada")
+    ask(host, first.id)
+    host.get_by_role("button", name="Reveal the answer").click()
+    expect(student.locator("#class-verdict")).to_be_visible(timeout=LIVE_S)
+    assert serious(student) == []
+    assert serious(host) == []
+    host.goto(f"{classroom.url}/class/{code}/screen")
+    assert serious(host) == []
+    join_page = isolated(viewport=PHONE, color_scheme=scheme)
+    join_page.goto(f"{classroom.url}/join")
+    assert serious(join_page) == []
