@@ -20,7 +20,6 @@ nothing is clamped: a value out of range is an error that names its field.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import astuple, dataclass
-from string import ascii_letters, digits
 from typing import Any, Literal, NamedTuple
 from urllib.parse import urlencode
 
@@ -341,16 +340,8 @@ def lab_query_pairs(state: GradientRequest) -> list[tuple[str, str]]:
     ]
 
 
-# What ``urlencode(..., safe=",;")`` writes as it is: letters, digits, ``_.-~`` and the separators.
-UNQUOTED = frozenset(ascii_letters + digits + "_.-~,;")
-
-
 def encode(pairs: Sequence[tuple[str, str]]) -> str:
     """URL-encode, keeping the separators ``,`` and ``;`` readable."""
-    if UNQUOTED.issuperset("".join([text for pair in pairs for text in pair])):
-        # Nothing to quote (a canonical state's numbers): the same text, without urlencode's
-        # per-character quoting.
-        return "&".join([f"{name}={value}" for name, value in pairs])
     return urlencode(pairs, safe=",;")
 
 
