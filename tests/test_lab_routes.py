@@ -469,6 +469,24 @@ def test_typed_text_comes_back_escaped(
         assert TYPED in str(field["value"])
 
 
+@pytest.mark.parametrize("path", ["/", "/lab/ring"])
+def test_typed_text_in_the_ring_panel_comes_back_escaped(client: TestClient, path: str) -> None:
+    """The ring panel keeps a typed payload in its field, as text (the whole page, and the ring
+    panel's own answer, with its error list)."""
+    params = {**LESSON_PARAMS, "ring_mb": TYPED}
+    headers = {**HX, "HX-Target": "ring-results"} if path == "/lab/ring" else {}
+    answer = client.get(path, params=params, headers=headers)
+    assert answer.status_code == 422
+    assert "<b>" not in answer.text
+    page = soup(answer.text)
+    assert page.select("b") == []
+    assert any("payload" in message for message in messages(page))
+    field = page.select_one("#ring-mb")
+    if path == "/":
+        assert field is not None
+        assert field["value"] == TYPED
+
+
 def test_a_state_past_the_sliders_renders_and_says_so(client: TestClient) -> None:
     """P 12 and a count of 100 are valid states (the model's limits); the sliders stop short."""
     counts, means = ["100"] + ["1"] * 11, ["2"] * 12
