@@ -53,8 +53,8 @@ def large(salt: int) -> dict[str, Any]:
     return {"counts": [5000, 5000], "means": [1, salt], "eta": 0.1, "w": 1}
 
 
-def host_pid(app: App) -> int:
-    """The pool's owner: the launcher's child that is not a web worker."""
+def host_pid(app: App) -> int | None:
+    """The pool's owner: the launcher's child running app.confirm.host, if there is one."""
     for pid, parent in parents().items():
         if parent == app.process.pid:
             try:
@@ -63,49 +63,88 @@ def host_pid(app: App) -> int:
                 continue
             if b"app.confirm.host" in arguments:
                 return pid
-    raise AssertionError("no app.confirm.host process under python -m app")
+    return None
+
+
+def the_host(app: App) -> int:
+    pid = host_pid(app)
+    assert pid is not None, "no app.confirm.host process under python -m app"
+    return pid
+
+
+def serve(runtime: str, **settings: str) -> App:
+    """``python -m app --workers 2`` with its own runtime folder; waits for /healthz."""
+    port = free_port()
+    env = {**os.environ, "ATLAS_CONFIRM_RUNTIME_DIR": runtime, **settings}
+    command = [sys.executable, "-m", "app", "--workers", "2", "--port", str(port)]
+    process = subprocess.Popen([*command, "--no-access-log"], cwd=ROOT, env=env)
+    live = App(process, f"http://127.0.0.1:{port}", runtime)
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError("python -m app did not answer /healthz within 60 s")
+        try:
+            if httpx.get(f"{live.url}/healthz", timeout=1).status_code == 200:
+                return live
+        except httpx.TransportError:
+            time.sleep(0.1)
+
+
+def stop(live: App) -> None:
+    """SIGTERM, as a container's stop: exit 0, and no process of the server left behind."""
+    tree = descendants(live.process.pid)
+    live.process.send_signal(signal.SIGTERM)
+    assert live.process.wait(timeout=60) == 0
+    assert wait_gone(tree) == set(), "python -m app left a process behind"
 
 
 @pytest.fixture(scope="module")
 def app() -> Iterator[App]:
     runtime = tempfile.mkdtemp(prefix="atlas-confirm-owner-")
-    port = free_port()
-    env = {
-        **os.environ,
-        "ATLAS_CONFIRM_RUNTIME_DIR": runtime,
+    settings = {
         "ATLAS_CONFIRM_CACHE_SIZE": "0",
         "ATLAS_CONFIRM_JOB_TIMEOUT_S": "20",
         "ATLAS_SECRET_KEY": SECRET_KEY,
     }
-    command = [sys.executable, "-m", "app", "--workers", "2", "--port", str(port)]
-    process = subprocess.Popen([*command, "--no-access-log"], cwd=ROOT, env=env)
-    live = App(process, f"http://127.0.0.1:{port}", runtime)
+    live = serve(runtime, **settings)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, "python -m app exited"
-            assert time.monotonic() < deadline, "no /healthz within 60 s"
-            try:
-                if httpx.get(f"{live.url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
         wait_ready(live.url)
         yield live
-        tree = descendants(process.pid)
-        assert len([pid for pid in tree if maps_torch(pid)]) == 8
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0
-        assert wait_gone(tree) == set(), "python -m app left a process behind"
+        assert len([pid for pid in descendants(live.process.pid) if maps_torch(pid)]) == 8
+        stop(live)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        if live.process.poll() is None:
+            live.process.kill()
+            live.process.wait()
         shutil.rmtree(runtime, ignore_errors=True)
 
 
+def test_turned_off_no_owner_stays_and_every_worker_says_why(tmp_path: Path) -> None:
+    live = serve(str(tmp_path), ATLAS_CONFIRM_ENABLED="false")
+    try:
+        for _ in range(4):  # fresh connections: both web workers answer
+            response = httpx.post(f"{live.url}/api/confirm", json=large(1), timeout=30)
+            assert response.status_code == 503
+            assert "ATLAS_CONFIRM_ENABLED=false" in response.json()["detail"]
+        # The owner found no pool wanted and exited; the launcher did not start it again.
+        deadline = time.monotonic() + 10
+        while host_pid(live) is not None:
+            assert time.monotonic() < deadline, "the pool's owner stayed"
+            time.sleep(0.2)
+        for _ in range(40):  # 4 s, past the launcher's first restart pauses (1 s, then 2 s)
+            assert host_pid(live) is None, "the launcher started the owner again"
+            time.sleep(0.1)
+        assert not any(maps_torch(pid) for pid in descendants(live.process.pid))
+        stop(live)
+    finally:
+        if live.process.poll() is None:
+            live.process.kill()
+            live.process.wait()
+
+
 def test_no_web_worker_holds_torch_and_one_owner_holds_eight_ranks(app: App) -> None:
-    owner = host_pid(app)
+    owner = the_host(app)
     # The two web workers (and multiprocessing's helper): none imports torch or starts a rank.
     others = [
         pid for pid, parent in parents().items() if parent == app.process.pid and pid != owner
@@ -212,7 +251,7 @@ def test_a_flooding_client_never_stops_another_ones_confirmation(
 
 
 def test_the_owner_killed_is_restarted_and_nothing_answers_500(app: App) -> None:
-    before = host_pid(app)
+    before = the_host(app)
     ranks = descendants(before)
     os.kill(before, signal.SIGKILL)
     deadline = time.monotonic() + POOL_READY_SECONDS
@@ -226,5 +265,5 @@ def test_the_owner_killed_is_restarted_and_nothing_answers_500(app: App) -> None
         assert int(response.headers["Retry-After"]) >= 1
         time.sleep(0.5)
     assert codes[-1] == 200, codes
-    assert host_pid(app) != before
+    assert the_host(app) != before
     assert wait_gone(ranks) == set(), "the dead owner's ranks were ended"
