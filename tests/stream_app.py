@@ -1,5 +1,6 @@
-"""A tiny ASGI app for tests/test_server.py: a live stream (``/stream``: an event every 50 ms, as
-a live class's stream sends changes) and ``/healthz``, served under ``GuardedHttpProtocol``."""
+"""A tiny ASGI app for tests/test_server.py, served under ``GuardedHttpProtocol``: a live stream
+(``/stream``: an event every 50 ms, as a live class's stream sends changes), ``/early`` (answers
+before reading the body) and "ok" on any other path once its body is read."""
 
 import asyncio
 
@@ -10,7 +11,8 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     if scope["type"] != "http":
         return
     if scope["path"] != "/stream":
-        while (await receive()).get("more_body"):  # the body first, as a real route reads it
+        # The body first, as a real route reads it; /early answers before any of it.
+        while scope["path"] != "/early" and (await receive()).get("more_body"):
             pass
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})

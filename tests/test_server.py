@@ -474,3 +474,14 @@ def test_when_every_connection_is_a_reading_stream_the_new_one_gets_503(
     finally:
         for stream in streams:
             stream.close()
+
+
+def test_an_answer_before_the_body_still_times_the_next_request(streaming: Server) -> None:
+    with socket.create_connection(address(streaming)) as sock:
+        sock.sendall(b"POST /early HTTP/1.1\r\nHost: lab\r\nContent-Length: 10\r\n\r\n")
+        sock.settimeout(2)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        sock.sendall(b"x" * 10)  # the body, after its answer: then nothing
+        started = time.monotonic()
+        assert not read_all(sock, HEAD_TIMEOUT_S + 5).endswith(b"<still open>")
+        assert time.monotonic() - started < HEAD_TIMEOUT_S + 1.5

@@ -358,6 +358,16 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         self._receiving = DONE
         super().on_message_complete()
+        self._await_next_if_answered()
+
+    def _await_next_if_answered(self) -> None:
+        """Once a request is whole and answered (an app may answer before reading the body),
+        the connection waits for the next request, timed from now."""
+        if self._receiving == DONE and not self._app_busy() and not self.transport.is_closing():
+            self._receiving = IDLE
+            self._progressed()
+            self._since = time.monotonic()
+            self._schedule()
 
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
         if self._answering or self.flow.write_paused:
@@ -395,10 +405,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             self._answering = False
         if self.transport.is_closing():
             return
-        if self._receiving == DONE and not self._app_busy():
-            self._receiving = IDLE
-            self._progressed()
-            self._since = time.monotonic()
+        self._await_next_if_answered()
         self._watch_writes()
         self._schedule()
 
