@@ -27,6 +27,10 @@ from app.live.store import SQLITE_FILE
 from app.main import create_app
 from app.settings import Settings
 from tests.conftest import ROOT
+from tests.test_course import course_folder
+
+GRADIENT = "distributed-gradient-weighting"
+SHARD = "sharded-matmul-ownership"
 
 KEY = "test-live-key"
 
@@ -139,6 +143,50 @@ def test_join_form_from_the_qr_address_has_the_code(app_client: TestClient) -> N
     page = app_client.get(f"/join/{code.lower()}")
     assert page.status_code == 200
     assert node(page.text, "input#code")["value"] == code
+
+
+def test_a_code_in_lower_case_leads_to_the_class(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    sent_on = app_client.get(f"/class/{code.lower()}/host?x=1", follow_redirects=False)
+    assert sent_on.status_code == 308
+    assert sent_on.headers["location"] == f"/class/{code}/host?x=1"
+    assert app_client.get(f"/class/{code.lower()}/host").status_code == 200
+
+
+def test_in_a_course_the_class_follows_the_lesson_chosen(tmp_path: Path) -> None:
+    (tmp_path / "course").mkdir()
+    folder = course_folder(tmp_path / "course")
+    settings = settings_for(tmp_path / "data", lesson_path=folder)
+    with TestClient(create_app(settings)) as host:
+        form = soup(host.get("/class/new").text)
+        slugs = [str(o["value"]) for o in form.select("select#lesson option")]
+        assert GRADIENT in slugs
+        assert SHARD in slugs
+        refused = host.post("/class/new", data={"lesson": "no-such-lesson"})
+        assert refused.status_code == 422
+        assert node(refused.text, "#lesson-error").get_text(strip=True)
+        shard = host.post("/class/new", data={"lesson": SHARD}, follow_redirects=False)
+        shard_code = shard.headers["location"].split("/")[2]
+        course = host.app.state.course  # type: ignore[attr-defined]
+        shard_question = course.lesson(SHARD).rendered.questions[0]
+        asked = host.post(f"/class/{shard_code}/ask", data={"question": shard_question.question.id})
+        assert asked.status_code == 200
+        prompt = words(node(asked.text, "#host-live h3"))
+        assert " ".join(shard_question.prompt_html.striptags().split()) in prompt
+        # That lesson has no gradient lab: no lab state to share.
+        assert soup(asked.text).select_one("#lab-counts") is None
+        no_lab = host.post(f"/class/{shard_code}/lab", data={"counts": "2,6", "means": "1,3"})
+        assert no_lab.status_code == 409
+
+        gradient = host.post("/class/new", data={"lesson": GRADIENT}, follow_redirects=False)
+        code = gradient.headers["location"].split("/")[2]
+        pupil = student(host, code, "Ada")
+        host.post(
+            f"/class/{code}/lab", data={"counts": "2,6", "means": "1,3", "eta": "0.1", "w": "10"}
+        )
+        link = node(pupil.get(f"/class/{code}").text, "#class-lab a")["href"]
+        assert str(link).startswith(f"/learn/{GRADIENT}/?")
+        assert pupil.get(str(link)).status_code == 200
 
 
 def test_an_unknown_class_is_an_html_404(app_client: TestClient) -> None:

@@ -78,6 +78,7 @@ def student_context(request: Request, snapshot: Snapshot, student: Student) -> d
         "view": student_view(snapshot, student),
         "lab": shared_lab(snapshot.lab_query, lesson_path(request, snapshot)),
         "own_lab": shared_lab(student.shared_query, lesson_path(request, snapshot)),
+        "has_lab": snapshot.lesson.parts.gradient_lab,
     }
 
 

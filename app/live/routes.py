@@ -37,6 +37,7 @@ from app.web.templating import route_path
 REFUSALS: dict[int | str, dict[str, Any]] = {
     403: {"description": "Not this class's host (or student), or a cross-site post."},
     404: {"description": "No class has this code (an HTML page for a browser)."},
+    308: {"description": "The code typed in lower case: the same address as the class writes it."},
 }
 POSTED: dict[int | str, dict[str, Any]] = {
     **BODY_RESPONSES,
@@ -72,11 +73,17 @@ def _see(request: Request, name: str, **params: str) -> Response:
 
 
 async def _class(request: Request, code: str) -> LiveClass | Response:
-    """The class of the URL's code, or the HTML 404 (a lower-case code is the same class)."""
+    """The class of the URL's code, or the HTML 404. A code typed in lower case is the same
+    class: a GET is sent on to the address as the class writes it (its cookies' path)."""
     try:
-        return await service_of(request).find(code)
+        live = await service_of(request).find(code)
     except LiveError as error:
         return _missing(request, error.message)
+    if code != live.code and request.method == "GET":
+        path = request.url.path.replace(f"/class/{code}", f"/class/{live.code}", 1)
+        query = f"?{request.url.query}" if request.url.query else ""
+        return RedirectResponse(f"{path}{query}", status_code=308)
+    return live
 
 
 async def _hosted(request: Request, code: str) -> LiveClass | Response:

@@ -191,8 +191,13 @@ class LiveService:
     async def show_results_live(self, live: LiveClass, shown: bool) -> None:
         await self._change(live, show_live=shown)
 
+    def _has_lab(self, live: LiveClass) -> None:
+        if not self.lesson_of(live).parts.gradient_lab:
+            raise LiveError(409, "This class's lesson has no gradient lab to share a state of.")
+
     async def share_lab(self, live: LiveClass, query: Mapping[str, str]) -> None:
         """Everyone's page shows this lab state (422 naming the field when it is not valid)."""
+        self._has_lab(live)
         await self._change(live, lab_query=valid_lab_query(query))
 
     async def project(self, live: LiveClass, participant_id: int | None) -> None:
@@ -306,6 +311,7 @@ class LiveService:
     async def share_own_lab(
         self, live: LiveClass, student: Participant, query: Mapping[str, str]
     ) -> None:
+        self._has_lab(live)
         shared = valid_lab_query(query)
         async with self.db.session() as session:
             current = await store.participant_by_id(session, live.id, student.id)
