@@ -152,6 +152,10 @@ def test_vendored_files_carry_their_licenses() -> None:
     htmx = STATIC / "vendor" / "htmx"
     assert 'version:"2.0.11"' in (htmx / "htmx.min.js").read_text(encoding="utf-8")
     assert "Zero-Clause BSD" in (htmx / "LICENSE").read_text(encoding="utf-8")
+    sse = STATIC / "vendor" / "htmx-ext-sse"
+    digest = hashlib.sha256((sse / "sse.min.js").read_bytes()).hexdigest()
+    assert f"sha256 of sse.min.js: {digest}" in (sse / "VERSION").read_text(encoding="utf-8")
+    assert "BSD Zero Clause License" in (sse / "LICENSE").read_text(encoding="utf-8")
     font = STATIC / "vendor" / "stix-two-math"
     assert (font / "STIXTwoMath-Regular.woff2").read_bytes()[:4] == b"wOF2"
     assert "SIL Open Font License" in (font / "OFL.txt").read_text(encoding="utf-8")
