@@ -16,24 +16,33 @@ status, and what the attack cost the server (its open files, its log):
 * **hang-ups**: 20 clients each pipeline 5 requests to the JSON API and close at once: the
   log's growth and its tracebacks.
 
-Results go to ``bench/results/hostile.json``. Probes give up after 15 s (shown as "timeout").
+Probes come from 127.0.0.2, the attacks from 127.0.0.1. ``--nginx`` puts nginx in front with
+docs/deployment.md's configuration (per-address limits, timeouts; no TLS) and attacks through it.
+Results go to ``bench/results/hostile.json`` (``hostile-nginx.json``). Probes give up after 15 s
+(shown as "timeout").
 """
 
 import argparse
 import asyncio
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from bench._servers import ROOT, free_port, launch, stop
+from bench._servers import ROOT, Server, free_port, launch, stop, wait_ready
 
 RESULTS = ROOT / "bench" / "results"
 PROBE_TIMEOUT_S = 15.0
 HOST = "127.0.0.1"
+# The probes come from another loopback address than the attacks, as another student's machine
+# would: a proxy's per-address limits then tell them apart (the app alone has none).
+PROBE_FROM = ("127.0.0.2", 0)
 
 
 def request(path: str, *, close: bool = True) -> bytes:
@@ -46,7 +55,7 @@ async def probe(port: int, path: str) -> tuple[float, str]:
     started = time.monotonic()
     try:
         async with asyncio.timeout(PROBE_TIMEOUT_S):
-            reader, writer = await asyncio.open_connection(HOST, port)
+            reader, writer = await asyncio.open_connection(HOST, port, local_addr=PROBE_FROM)
             writer.write(request(path))
             answer = await reader.read()
             writer.close()
@@ -196,7 +205,7 @@ async def hang_ups(port: int, clients: int = 20, pipelined: int = 5) -> dict[str
     return {"clients": clients, "pipelined": pipelined}
 
 
-ATTACKS: dict[str, Callable[[int], Awaitable[dict[str, Any]]]] = {
+ATTACKS: dict[str, Callable[[int], Coroutine[Any, Any, dict[str, Any]]]] = {
     "slow-bodies": slow_bodies,
     "slow-readers": slow_readers,
     "one-address": one_address,
@@ -208,7 +217,61 @@ def open_files(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def run_attack(name: str, app_dir: Path, log: Path) -> dict[str, Any]:
+# deployment.md's nginx front, on loopback without TLS: per-address limits and timeouts.
+NGINX_CONF = """
+daemon off;
+user root;
+worker_processes 1;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    limit_conn_zone $binary_remote_addr zone=atlas_conn:10m;
+    limit_req_zone  $binary_remote_addr zone=atlas_req:10m rate=20r/s;
+    upstream atlas {{ server 127.0.0.1:{app_port}; keepalive 32; }}
+    server {{
+        listen 127.0.0.1:{port};
+        client_header_timeout 10s;
+        client_body_timeout   10s;
+        send_timeout          30s;
+        keepalive_timeout     15s;
+        client_max_body_size        1m;
+        large_client_header_buffers 4 32k;
+        limit_conn atlas_conn 20;
+        limit_req  zone=atlas_req burst=40 nodelay;
+        limit_conn_status 429;
+        limit_req_status  429;
+        location / {{
+            proxy_pass http://atlas;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $host;
+        }}
+    }}
+}}
+"""
+
+
+@contextmanager
+def nginx_in_front(app_port: int) -> Iterator[int]:
+    """nginx (deployment.md's configuration) in front of the app on ``app_port``: its port."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = Path(tmp) / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(tmp=tmp, app_port=app_port, port=port))
+        process = subprocess.Popen(["nginx", "-c", str(conf), "-p", tmp])
+        try:
+            wait_ready(Server(f"http://{HOST}:{port}", process), "/healthz")
+            yield port
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def run_attack(name: str, app_dir: Path, log: Path, *, nginx: bool) -> dict[str, Any]:
     port = free_port()
     command = [sys.executable, "-m", "app", "--host", HOST, "--port", str(port), "--no-access-log"]
     env = {**os.environ, "ATLAS_CONFIRM_ENABLED": "false", "PYTHONPATH": str(app_dir)}
@@ -216,7 +279,8 @@ def run_attack(name: str, app_dir: Path, log: Path) -> dict[str, Any]:
         server = launch(command, port=port, ready_path="/healthz", env=env, cwd=app_dir, log=sink)
         try:
             size_before = log.stat().st_size
-            result = asyncio.run(ATTACKS[name](port))
+            with nginx_in_front(port) if nginx else nullcontext(port) as front:
+                result = asyncio.run(ATTACKS[name](front))
             result["server_open_files_after"] = open_files(server.process.pid)
         finally:
             stop(server)
@@ -232,14 +296,19 @@ def main() -> int:
     )
     parser.add_argument("--only", nargs="+", choices=sorted(ATTACKS), default=list(ATTACKS))
     parser.add_argument("--app-dir", type=Path, default=ROOT, help="the checkout to serve")
+    parser.add_argument(
+        "--nginx", action="store_true", help="attack through nginx (docs/deployment.md's front)"
+    )
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     results = {}
     for name in args.only:
         log = RESULTS / f"hostile-{name}.log"
-        results[name] = run_attack(name, args.app_dir.resolve(), log)
+        results[name] = run_attack(name, args.app_dir.resolve(), log, nginx=args.nginx)
         print(name, json.dumps(results[name]), flush=True)
-    (RESULTS / "hostile.json").write_text(json.dumps(results, indent=2) + "\n")
+    (RESULTS / ("hostile-nginx.json" if args.nginx else "hostile.json")).write_text(
+        json.dumps(results, indent=2) + "\n"
+    )
     return 0
 
 
