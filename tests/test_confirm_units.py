@@ -132,14 +132,21 @@ def test_process_gone_for_a_pid_that_does_not_exist() -> None:
     assert process_gone(2**22 + 12345)
 
 
-def test_unusable_runtime_folder_is_a_503_that_names_the_setting(tmp_path: Path) -> None:
+@pytest.mark.parametrize("pool_process", [False, True], ids=["plain-uvicorn", "python-m-app"])
+@pytest.mark.parametrize("unusable", ["a file in the way", "a socket path too long"])
+def test_unusable_runtime_folder_is_a_503_that_names_the_setting(
+    tmp_path: Path, unusable: str, pool_process: bool
+) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    app = create_app(Settings(confirm_runtime_dir=blocker / "pool"))
-    with TestClient(app) as client:
+    folder = blocker / "pool" if unusable == "a file in the way" else tmp_path / ("x" * 100)
+    settings = Settings(confirm_runtime_dir=folder, confirm_pool_process=pool_process)
+    with TestClient(create_app(settings)) as client:
         response = client.post("/api/confirm", json=LESSON_BODY)
         assert response.status_code == 503
         assert "ATLAS_CONFIRM_RUNTIME_DIR" in response.json()["detail"]
+        if unusable == "a socket path too long":
+            assert "too long" in response.json()["detail"]
         assert client.get("/healthz").status_code == 200
         assert client.post("/api/gradient", json=LESSON_BODY).status_code == 200
 

@@ -12,6 +12,7 @@ torch in this process.
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import importlib.util
 import logging
@@ -41,6 +42,7 @@ DISABLED = (
 # Waiting connections the socket holds: a class's worth of status polls and jobs arriving at once.
 BACKLOG = 1024
 LOCK_POLL_SECONDS = 1.0
+UNIX_PATH_MAX = 107  # sun_path's 108 bytes, less the terminating NUL
 # sysexits' EX_CONFIG: the configuration wants no pool, so the launcher does not restart it.
 NO_POOL_EXIT = 78
 
@@ -69,7 +71,14 @@ def off_reason(settings: Settings) -> str:
 
 def open_lock(settings: Settings) -> int:
     """The owner's lock file, opened (the runtime folder made if need be); raises OSError when
-    the folder cannot be used."""
+    the folder cannot be used, its socket's path too long for Linux (107 bytes) included."""
+    path = bytes(socket_path(settings))
+    if len(path) > UNIX_PATH_MAX:
+        raise OSError(
+            errno.ENAMETOOLONG,
+            f"the pool's socket path ({len(path)} bytes) is too long for a Unix socket (at most"
+            f" {UNIX_PATH_MAX}); choose a shorter folder",
+        )
     folder = settings.confirm_runtime_dir
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     return os.open(folder / "pool.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -118,11 +127,12 @@ class PoolHost:
             cache_size=settings.confirm_cache_size,
             start_timeout=settings.confirm_start_timeout_s,
         )
-        pool.start()
         path = socket_path(settings)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+        # Listening first: an owner that cannot listen starts no ranks.
         self._server = await asyncio.start_unix_server(self._serve, path=str(path), backlog=BACKLOG)
+        pool.start()
         log.info("process %d owns the confirm pool; listening on %s", os.getpid(), path)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -88,13 +88,7 @@ class ConfirmService:
             else:
                 owner = host.take_lock()
         except OSError as exc:
-            # Everything else still works; the panel and the API say why this part does not.
-            self._off_message = (
-                f"The torch.distributed confirmation cannot use its runtime folder"
-                f" {self.settings.confirm_runtime_dir} (ATLAS_CONFIRM_RUNTIME_DIR):"
-                f" {exc.strerror or exc}."
-            )
-            log.error(self._off_message)
+            self._unusable(exc)
             return
         self.role = "peer"
         if self.settings.confirm_pool_process:
@@ -105,9 +99,24 @@ class ConfirmService:
         else:
             self._watch = asyncio.create_task(self._watch_lock())
 
+    def _unusable(self, exc: OSError) -> None:
+        # Everything else still works; the panel and the API say why this part does not.
+        self.role = "off"
+        self._off_message = (
+            f"The torch.distributed confirmation cannot use its runtime folder"
+            f" {self.settings.confirm_runtime_dir} (ATLAS_CONFIRM_RUNTIME_DIR):"
+            f" {exc.strerror or exc}."
+        )
+        log.error(self._off_message)
+
     async def _own(self) -> None:
         assert self._host is not None
-        await self._host.start()
+        try:
+            await self._host.start()
+        except OSError as exc:  # cannot listen on its socket: no owner here, and no ranks
+            self._unusable(exc)
+            await self._host.stop()
+            return
         self.role = "owner"
 
     async def _watch_lock(self) -> None:
