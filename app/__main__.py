@@ -1,5 +1,7 @@
 """``python -m app``: uvicorn with ``app.web.server``'s protocol limits and keep-alive timeout;
-``python -m app purge`` deletes the live classes past ``ATLAS_CLASS_RETENTION_DAYS`` now.
+``python -m app purge`` deletes the live classes past ``ATLAS_CLASS_RETENTION_DAYS`` now;
+``python -m app migrate`` applies the database migrations alone (a server applies them too, at
+start, under a lock: this is for a deployment that migrates before its replicas start).
 
     python -m app --host 0.0.0.0 --port 8000 --workers 2
 
@@ -16,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from app.confirm.launcher import pool_process
+from app.live.database import SharedKeyError, require_shared_key
 from app.settings import get_settings
 from app.web import listeners
 
@@ -59,13 +62,27 @@ def purge() -> None:
     )
 
 
+def migrate() -> None:
+    """Bring the classes' database to the newest revision, and say where it is."""
+    from app.live.lifecycle import migrate_now  # only this command opens the database here
+
+    print(f"migrated: {migrate_now(get_settings())}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["purge"]:
         purge()
         return
+    if arguments[:1] == ["migrate"]:
+        migrate()
+        return
     args = parse(arguments)
     settings = get_settings()
+    try:
+        require_shared_key(settings.database_url, settings.secret_key)
+    except SharedKeyError as error:  # said once, plainly, before any worker starts
+        sys.exit(f"python -m app: refusing to start: {error}")
     with pool_process():
         listeners.run(
             APP,

@@ -20,8 +20,10 @@ from app.confirm.host import confirm_settings
 from app.confirm.service import ConfirmService
 from app.lesson.course import CourseLesson, ServedLessons, load_course
 from app.lesson.loader import LessonLoadError
+from app.live import database
 from app.live import routes as live_routes
 from app.live.access import ParticipantKey
+from app.live.database import require_shared_key
 from app.live.lifecycle import running as live_class
 from app.routes import api, confirm, docs, health, lab, pages
 from app.routes import course as course_routes
@@ -114,6 +116,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app: settings, the lesson or course (read and verified once), lifespan (refuse to
     start without a lesson; start/stop the confirmation pool), middleware, static, routers."""
     settings = settings or get_settings()
+    require_shared_key(settings.database_url, settings.secret_key)
     if not settings.secret_key:
         key = signing_key(settings.data_dir)
         settings = settings.model_copy(update={"secret_key": key})
@@ -165,6 +168,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The live class, beside the lesson (or the course): its routes follow the lesson's, so a
     # lesson's requests match theirs first, as fast as without a class.
     app.include_router(live_routes.router)
+    for unreachable in database.HANDLED:
+        app.add_exception_handler(unreachable, database.answer_unavailable)
     # zlib's fastest level: on a classroom's network the CPU is scarcer than the bytes (a few
     # hundred more of the pane's 2.8 kB). Server-Sent Events are never compressed (Starlette
     # leaves text/event-stream alone), so the live class's stream is never held back.

@@ -216,8 +216,17 @@ class Settings(BaseSettings):
     database_url: str = Field(
         default="",
         description=(
-            "SQLAlchemy URL of the live classes' database (an async driver, e.g."
-            " 'postgresql+asyncpg://…'). Empty: SQLite in the data folder (classes.sqlite3)."
+            "The live classes' database: 'postgresql://user:password@host:port/db' for several"
+            " replicas (needs ATLAS_SECRET_KEY), or another SQLAlchemy URL with an async driver."
+            " Empty: SQLite in the data folder (classes.sqlite3)."
+        ),
+    )
+    redis_url: str = Field(
+        default="",
+        description=(
+            "'redis://host:port/db': every change to a class is published there, and each"
+            " replica tells the streams it holds. Empty: the workers of one server find each"
+            " other's changes through the database."
         ),
     )
     instructor_password: str = Field(

@@ -151,3 +151,12 @@ def test_upstreams_name_the_compose_services_on_the_entrypoints_port(
         assert block is not None
         assert f"server {service}:{port.group(1)} resolve;" in block.group(1)
         assert service in services
+
+
+def test_every_setting_compose_gives_is_one_the_app_reads(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    known = {f"ATLAS_{name.upper()}" for name in Settings.model_fields}
+    for name in APP_SERVICES:
+        given = {key for key in services[name]["environment"] if key.startswith("ATLAS_")}
+        assert given <= known, given - known

@@ -27,6 +27,9 @@ def test_healthz_names_the_lesson_and_torch(client: TestClient) -> None:
         ],
         "skipped": [],
         "torch_installed": importlib.util.find_spec("torch") is not None,
+        "database": "sqlite",
+        "database_reachable": True,
+        "redis": "off",
     }
 
 

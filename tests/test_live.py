@@ -53,9 +53,21 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
+@pytest.fixture(params=["sqlite", "postgresql+redis"])
+def backend(request: pytest.FixtureRequest) -> dict[str, str]:
+    """Each backend the class runs on: SQLite alone (the default, nothing configured), and
+    PostgreSQL with the Redis broker (several replicas), both real private servers."""
+    if request.param == "sqlite":
+        return {}
+    return {
+        "database_url": request.getfixturevalue("postgres_url"),
+        "redis_url": request.getfixturevalue("redis_url"),
+    }
+
+
 @pytest.fixture
-def app_client(data_dir: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(data_dir))) as client:
+def app_client(data_dir: Path, backend: dict[str, str]) -> Iterator[TestClient]:
+    with TestClient(create_app(settings_for(data_dir, **backend))) as client:
         yield client
 
 
@@ -74,9 +86,18 @@ def start_class(client: TestClient) -> str:
     return location.split("/")[2]
 
 
+def other_browser(client: TestClient) -> TestClient:
+    """Another browser on the same running app: its own cookies, the app's own event loop (a
+    PostgreSQL connection belongs to the loop that opened it; a client never entered would run
+    each request in a loop of its own)."""
+    other = TestClient(client.app)
+    other.portal = client.portal
+    return other
+
+
 def student(host: TestClient, code: str, nickname: str) -> TestClient:
     """A second browser: the same app, its own cookies."""
-    client = TestClient(host.app)
+    client = other_browser(host)
     joined = client.post("/join", data={"code": code, "nickname": nickname}, follow_redirects=False)
     assert joined.status_code == 303, joined.text[:300]
     assert joined.headers["location"] == f"/class/{code.upper()}"
@@ -122,7 +143,7 @@ def test_bad_joins_say_why_beside_the_field(app_client: TestClient) -> None:
         ({"code": "hello!", "nickname": "Bo"}, 404, "code"),
     ]
     for form, status, field in cases:
-        fresh = TestClient(app_client.app)
+        fresh = other_browser(app_client)
         answer = fresh.post("/join", data=form, follow_redirects=False)
         assert answer.status_code == status, (form, answer.status_code)
         page = soup(answer.text)
@@ -219,7 +240,7 @@ HOST_POSTS = [
 def test_every_host_url_refuses_anyone_without_the_host_cookie(app_client: TestClient) -> None:
     code = start_class(app_client)
     pupil = student(app_client, code, "Ada")
-    stranger = TestClient(app_client.app)
+    stranger = other_browser(app_client)
     for client in (pupil, stranger):
         for path in HOST_GETS:
             assert client.get(f"/class/{code}/{path}").status_code == 403, path
@@ -227,7 +248,7 @@ def test_every_host_url_refuses_anyone_without_the_host_cookie(app_client: TestC
             answer = client.post(f"/class/{code}/{path}", data={"question": questions()[0].id})
             assert answer.status_code == 403, path
     # The host of another class is a stranger here.
-    other = TestClient(app_client.app)
+    other = other_browser(app_client)
     start_class(other)
     assert other.get(f"/class/{code}/host").status_code == 403
     # The class is untouched.
@@ -236,7 +257,7 @@ def test_every_host_url_refuses_anyone_without_the_host_cookie(app_client: TestC
 
 def test_a_forged_host_cookie_is_refused(app_client: TestClient) -> None:
     code = start_class(app_client)
-    forger = TestClient(app_client.app)
+    forger = other_browser(app_client)
     forger.cookies.set(f"atlas-host-{code}", app_client.cookies[f"atlas-host-{code}"] + "x")
     assert forger.get(f"/class/{code}/host").status_code == 403
 
@@ -247,7 +268,7 @@ def test_the_cohost_link_lets_another_device_in(app_client: TestClient) -> None:
     assert isinstance(link, str)
     assert "?key=" in link
     path = link.split("://", 1)[1].split("/", 1)[1]
-    cohost = TestClient(app_client.app)
+    cohost = other_browser(app_client)
     assert cohost.get(f"/{path}x").status_code == 403
     entered = cohost.get(f"/{path}", follow_redirects=False)
     assert entered.status_code == 303
@@ -268,8 +289,8 @@ def test_cross_site_posts_are_refused(app_client: TestClient, headers: dict[str,
     pupil = student(app_client, code, "Ada")
     first = questions()[0]
     attempts = [
-        (TestClient(app_client.app), "/class/new", {}),
-        (TestClient(app_client.app), "/join", {"code": code, "nickname": "Eve"}),
+        (other_browser(app_client), "/class/new", {}),
+        (other_browser(app_client), "/join", {"code": code, "nickname": "Eve"}),
         (app_client, f"/class/{code}/ask", {"question": first.id}),
         (app_client, f"/class/{code}/delete", {}),
         (pupil, f"/class/{code}/answer", {"question": first.id, "choice": "1"}),
@@ -447,7 +468,7 @@ def test_an_ended_class_takes_no_joins_or_answers_and_delete_removes_it(
     pupil = student(app_client, code, "Ada")
     app_client.post(f"/class/{code}/ask", data={"question": first.id})
     app_client.post(f"/class/{code}/end")
-    late = TestClient(app_client.app).post("/join", data={"code": code, "nickname": "Late"})
+    late = other_browser(app_client).post("/join", data={"code": code, "nickname": "Late"})
     assert late.status_code == 409
     answer = pupil.post(f"/class/{code}/answer", data={"question": first.id, "choice": "1"})
     assert answer.status_code == 409
@@ -519,7 +540,7 @@ def test_a_restart_keeps_every_class_student_and_answer(data_dir: Path) -> None:
         assert page.status_code == 200
         assert node(page.text, "#participant-count").get_text() == "1"
         assert node(page.text, "#answer-count").get_text() == "1"
-        back = TestClient(again.app)
+        back = other_browser(again)
         back.cookies.update(pupil_cookies)
         mine = back.get(f"/class/{code}")
         assert mine.status_code == 200

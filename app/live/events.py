@@ -16,6 +16,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 
 from app.live.broker import Signal
+from app.live.database import backoff, unreachable
 from app.live.pages import host_context, render, screen_context, student_context
 from app.live.service import LiveService, Snapshot
 from app.live.view import student_view
@@ -46,16 +47,29 @@ class Feed:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
+    async def _read(self) -> Snapshot | None:
+        """The class now. While the database is away the streams keep what they show and this
+        tries again, so they go on by themselves once it is back."""
+        attempt = 0
+        while True:
+            try:
+                return await self.service.snapshot(self.class_id)
+            except Exception as error:
+                if not unreachable(error):
+                    raise
+                await asyncio.sleep(backoff(attempt))
+                attempt += 1
+
     async def _follow(self) -> None:
         async with self.service.broker.subscribe(self.class_id) as told:
             seen = told.generation
-            self.snapshot = await self.service.snapshot(self.class_id)
+            self.snapshot = await self._read()
             self._ready.set()
             while self.snapshot is not None:
                 seen = await told.wait(seen)
                 await asyncio.sleep(MIN_GAP_S)  # what arrives meanwhile is read in one go
                 seen = told.generation
-                latest = await self.service.snapshot(self.class_id)
+                latest = await self._read()
                 if latest is None or latest.version != self.snapshot.version:
                     self.snapshot = latest
                     self.changed.fire()

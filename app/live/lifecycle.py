@@ -1,23 +1,26 @@
 """The live class's part of the server's life: open the store and migrate it, purge old classes
-(at start and daily), run the broker; and ``python -m app purge``."""
+(at start and daily), run the broker; and ``python -m app purge`` and ``migrate``."""
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 from fastapi import FastAPI
 
 from app.lesson.course import ServedLessons
-from app.live.broker import PollingBroker
+from app.live.broker import Broker, PollingBroker
 from app.live.events import Feeds
-from app.live.migrate import upgrade
+from app.live.migrate import revision, upgrade
+from app.live.redis_broker import RedisBroker
 from app.live.service import LiveService
 from app.live.store import Store, database_url, make_engine, purge
 from app.settings import Settings
 
 log = logging.getLogger("atlas")
 DAY_S = 24 * 60 * 60
+T = TypeVar("T")
 
 
 def open_store(settings: Settings) -> Store:
@@ -44,7 +47,9 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
     """The live class for the life of the server: ``app.state.live`` and its feeds."""
     store = open_store(settings)
     await upgrade(store, settings.data_dir)
-    broker = PollingBroker(store)
+    broker: Broker = (
+        RedisBroker(store, settings.redis_url) if settings.redis_url else PollingBroker(store)
+    )
     service = LiveService(store, broker, course, settings.class_limit)
     await _purge(service, settings)
     app.state.live = service
@@ -61,16 +66,36 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
         await store.close()
 
 
-def purge_now(settings: Settings) -> int:
-    """``python -m app purge``: delete the classes past their retention now; how many."""
+def _beside_the_server(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
+    """Open the store, bring it to the newest revision (under the same lock as a starting
+    server), do ``work``, close it: the commands that run beside the server."""
 
-    async def run() -> int:
+    async def run() -> T:
         store = open_store(settings)
         try:
             await upgrade(store, settings.data_dir)
-            async with store.session() as session:
-                return await purge(session, settings.class_retention_days)
+            return await work(store)
         finally:
             await store.close()
 
     return asyncio.run(run())
+
+
+def purge_now(settings: Settings) -> int:
+    """``python -m app purge``: delete the classes past their retention now; how many."""
+
+    async def work(store: Store) -> int:
+        async with store.session() as session:
+            return await purge(session, settings.class_retention_days)
+
+    return _beside_the_server(settings, work)
+
+
+def migrate_now(settings: Settings) -> str:
+    """``python -m app migrate``: apply the migrations alone (before replicas start, or after
+    an upgrade); the database's kind and revision afterwards."""
+
+    async def work(store: Store) -> str:
+        return f"{store.engine.dialect.name} database at revision {await revision(store)}"
+
+    return _beside_the_server(settings, work)

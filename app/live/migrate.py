@@ -1,4 +1,5 @@
-"""Alembic's history applied when the server starts, by one worker at a time (a file lock)."""
+"""Alembic's history applied when the server starts, by one worker at a time: a file lock in
+the data folder for SQLite, PostgreSQL's own advisory lock for replicas on several machines."""
 
 import asyncio
 import fcntl
@@ -6,9 +7,10 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 
 from app import PROJECT_DIR
+from app.live.database import MIGRATION_LOCK
 from app.live.store import Store
 
 MIGRATIONS = PROJECT_DIR / "migrations"
@@ -22,9 +24,24 @@ def _upgrade(connection: Connection) -> None:
     command.upgrade(config, "head")
 
 
+async def revision(store: Store) -> str:
+    """The revision the database is at (Alembic's own record of it)."""
+    async with store.engine.connect() as connection:
+        return str(await connection.scalar(text("SELECT version_num FROM alembic_version")))
+
+
 async def upgrade(store: Store, data_dir: Path) -> None:
     """Bring the database to the newest revision. Workers start together: the first takes the
     lock and migrates, the others wait for it and find nothing left to do."""
+    if store.engine.dialect.name == "postgresql":
+        async with store.engine.begin() as connection:
+            # Held until this transaction ends; PostgreSQL's DDL is transactional, so a replica
+            # that dies half-way leaves the schema as it was.
+            await connection.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK}
+            )
+            await connection.run_sync(_upgrade)
+        return
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     with open(data_dir / LOCK_FILE, "a") as lock:
         await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)

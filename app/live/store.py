@@ -34,6 +34,8 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from app.live.database import connect_args, engine_url
+
 SQLITE_FILE = "classes.sqlite3"
 PHASES = ("open", "paused", "revealed")
 
@@ -105,8 +107,9 @@ class Answer(Base):
 
 
 def database_url(configured: str, data_dir: Path) -> str:
-    """The configured URL, else SQLite in the data folder."""
-    return configured or f"sqlite+aiosqlite:///{data_dir / SQLITE_FILE}"
+    """The configured URL (PostgreSQL's own ``postgresql://`` read by asyncpg), else SQLite in
+    the data folder."""
+    return engine_url(configured, data_dir / SQLITE_FILE)
 
 
 def _sqlite_pragmas(connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
@@ -126,7 +129,7 @@ def make_engine(url: str) -> AsyncEngine:
         engine = create_async_engine(url, connect_args={"timeout": 30})
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(url, pool_pre_ping=True)
+    return create_async_engine(url, pool_pre_ping=True, connect_args=connect_args(url))
 
 
 class Store:

@@ -1,0 +1,354 @@
+"""Several replicas on real PostgreSQL and Redis, and their faults (issue 32).
+
+Each replica is a real uvicorn process on loopback; PostgreSQL and Redis are private servers
+started for the test (tests/servers.py). The class is driven as browsers drive it, with
+cookies, and watched through a real Server-Sent Events stream: a replica killed in the middle
+of a class, Redis stopped and restarted, PostgreSQL stopped and started again.
+"""
+
+import csv
+import io
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.lesson.quiz import Question
+from tests.conftest import ROOT, LiveServer, start_server, stop_server
+from tests.servers import Postgres, Redis
+from tests.test_live import questions, wrong
+
+KEY = "test-replicas-key"
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Events:
+    """A real SSE client in a thread: every event received, with the time it arrived."""
+
+    url: str
+    cookies: httpx.Cookies
+    received: list[tuple[float, str, str]] = field(default_factory=list)
+    status: int | None = None
+    _response: httpx.Response | None = None
+    _arrived: threading.Condition = field(default_factory=threading.Condition)
+
+    def __post_init__(self) -> None:
+        self._client = httpx.Client(cookies=self.cookies, timeout=httpx.Timeout(10, read=None))
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        name, data = "message", []
+        try:
+            with self._client.stream("GET", self.url) as response:
+                self._response = response
+                self.status = response.status_code
+                for line in response.iter_lines():
+                    if line.startswith("event:"):
+                        name = line[6:].strip()
+                    elif line.startswith("data:"):
+                        data.append(line[5:].removeprefix(" "))
+                    elif not line and data:
+                        with self._arrived:
+                            self.received.append((time.monotonic(), name, "\n".join(data)))
+                            self._arrived.notify_all()
+                        name, data = "message", []
+        except (httpx.HTTPError, OSError, RuntimeError):
+            pass  # closed by close(), or by the server going away
+
+    def wait_for(self, found: Callable[[str], bool], timeout: float) -> float:
+        """The arrival time of the first event (from now on or already here) whose data
+        satisfies ``found``; fails after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while True:
+                for arrived, _name, data in self.received:
+                    if found(data):
+                        return arrived
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    last = self.received[-1][2][:300] if self.received else "nothing"
+                    raise AssertionError(f"no such event within {timeout} s; last: {last}")
+                self._arrived.wait(left)
+
+    def close(self) -> None:
+        if self._response is not None:
+            self._response.close()
+        self._client.close()
+        self._thread.join(timeout=10)
+
+
+def answered(count: int) -> Callable[[str], bool]:
+    """An event of the dashboard that shows ``count`` answers to the current question."""
+    return lambda html: re.search(rf'id="answer-count"[^>]*>{count}<', html) is not None
+
+
+@dataclass
+class Browser:
+    """A browser: its own cookies, sent to whichever replica it talks to."""
+
+    client: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=15))
+
+    def post(self, server: LiveServer, path: str, **data: str) -> httpx.Response:
+        return self.client.post(f"{server.url}{path}", data=data)
+
+    def get(self, server: LiveServer, path: str) -> httpx.Response:
+        return self.client.get(f"{server.url}{path}")
+
+
+def replica(data_dir: Path, database_url: str, redis_url: str) -> LiveServer:
+    return start_server(
+        {
+            "ATLAS_DATABASE_URL": database_url,
+            "ATLAS_REDIS_URL": redis_url,
+            "ATLAS_SECRET_KEY": KEY,
+            "ATLAS_DATA_DIR": str(data_dir),
+            "ATLAS_CONFIRM_ENABLED": "false",
+        }
+    )
+
+
+@pytest.fixture
+def replicas(tmp_path: Path, postgres_url: str, private_redis: Redis) -> Iterator[list[LiveServer]]:
+    started = [replica(tmp_path / f"r{n}", postgres_url, private_redis.url) for n in range(2)]
+    try:
+        yield started
+    finally:
+        for server in started:
+            stop_server(server)
+
+
+def start_class(host: Browser, server: LiveServer, question: Question) -> str:
+    started = host.client.post(f"{server.url}/class/new", follow_redirects=False)
+    assert started.status_code == 303, started.text[:300]
+    code = started.headers["location"].split("/")[2]
+    assert host.post(server, f"/class/{code}/ask", question=question.id).status_code < 400
+    return code
+
+
+def join(server: LiveServer, code: str, nickname: str) -> Browser:
+    student = Browser()
+    joined = student.client.post(
+        f"{server.url}/join", data={"code": code, "nickname": nickname}, follow_redirects=False
+    )
+    assert joined.status_code == 303, joined.text[:300]
+    return student
+
+
+def answer(
+    student: Browser, server: LiveServer, code: str, question: Question, choice: int
+) -> None:
+    sent = student.post(server, f"/class/{code}/answer", question=question.id, choice=str(choice))
+    # Stored, then back to the class's page (a form without JavaScript: post, redirect, get).
+    assert sent.status_code == 303, sent.text[:300]
+    assert sent.headers["location"] == f"/class/{code}"
+
+
+def export(host: Browser, server: LiveServer, code: str) -> list[dict[str, str]]:
+    got = host.get(server, f"/class/{code}/export.csv")
+    assert got.status_code == 200
+    return list(csv.DictReader(io.StringIO(got.text)))
+
+
+def test_a_student_goes_on_through_any_replica_and_a_killed_one_loses_nothing(
+    replicas: list[LiveServer],
+) -> None:
+    first, second = replicas
+    q1, q2 = questions()[:2]
+    host = Browser()
+    code = start_class(host, first, q1)
+    # Half the class joins through each replica.
+    students = [(join(replicas[n % 2], code, f"S{n}"), replicas[n % 2]) for n in range(8)]
+    dashboard = Events(f"{second.url}/class/{code}/events?view=host", host.client.cookies)
+    try:
+        dashboard.wait_for(answered(0), timeout=10)
+        # Those who joined through the first replica answer wrong at first, the others right.
+        for student, server in students:
+            answer(student, server, code, q1, wrong(q1) if server is first else q1.answer_number)
+        # Answers given through the first replica reach the dashboard held by the second.
+        dashboard.wait_for(answered(8), timeout=5)
+
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait(timeout=10)
+        # Everyone goes on through the second replica with the cookies they have: the ones who
+        # joined through the first change their answer, the instructor asks the next question.
+        for student, server in students:
+            if server is first:
+                answer(student, second, code, q1, q1.answer_number)
+        assert host.post(second, f"/class/{code}/ask", question=q2.id).status_code < 400
+        for student, _server in students:
+            answer(student, second, code, q2, q2.answer_number)
+        dashboard.wait_for(answered(8), timeout=5)
+    finally:
+        dashboard.close()
+    rows = export(host, second, code)
+    assert sorted((row["nickname"], row["question"], row["choice"]) for row in rows) == sorted(
+        (f"S{n}", q.id, str(q.answer_number)) for n in range(8) for q in (q1, q2)
+    )
+
+
+def test_redis_stopped_and_restarted_loses_no_answer_and_live_updates_resume(
+    replicas: list[LiveServer], private_redis: Redis
+) -> None:
+    first, second = replicas
+    q1 = questions()[0]
+    host = Browser()
+    code = start_class(host, first, q1)
+    students = [join(first, code, f"S{n}") for n in range(6)]
+    dashboard = Events(f"{second.url}/class/{code}/events?view=host", host.client.cookies)
+    try:
+        dashboard.wait_for(answered(0), timeout=10)
+        answer(students[0], first, code, q1, q1.answer_number)
+        dashboard.wait_for(answered(1), timeout=5)
+
+        private_redis.stop()
+        # Students still answer: the database has it all (the replicas poll it meanwhile).
+        for student in students[1:4]:
+            answer(student, first, code, q1, q1.answer_number)
+        dashboard.wait_for(answered(4), timeout=10)
+        assert health(second)["redis"] == "unreachable"
+
+        private_redis.start()
+        restarted = time.monotonic()
+        wait_until(lambda: all(health(s)["redis"] == "ok" for s in replicas), 5)
+        for student in students[4:]:
+            answer(student, first, code, q1, q1.answer_number)
+        assert dashboard.wait_for(answered(6), timeout=5) - restarted <= 5
+    finally:
+        dashboard.close()
+    assert len(export(host, second, code)) == 6
+
+
+def health(server: LiveServer) -> dict[str, object]:
+    got = httpx.get(f"{server.url}/healthz", timeout=10)
+    assert got.status_code == 200
+    body: dict[str, object] = got.json()
+    return body
+
+
+def wait_until(condition: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout} s"
+        time.sleep(0.1)
+
+
+def test_postgresql_stopped_answers_503_with_retry_after_and_recovers(
+    tmp_path: Path, private_postgres: Postgres, redis_url: str
+) -> None:
+    database_url = private_postgres.create_database()
+    server = replica(tmp_path / "data", database_url, redis_url)
+    try:
+        q1 = questions()[0]
+        host = Browser()
+        code = start_class(host, server, q1)
+        student = join(server, code, "Ada")
+        answer(student, server, code, q1, wrong(q1))
+        dashboard = Events(f"{server.url}/class/{code}/events?view=host", host.client.cookies)
+        try:
+            dashboard.wait_for(answered(1), timeout=10)
+            private_postgres.stop()
+            for method, path, data in (
+                ("GET", f"/class/{code}", None),
+                ("GET", f"/class/{code}/host", None),
+                ("POST", f"/class/{code}/answer", {"question": q1.id, "choice": "1"}),
+                ("POST", "/join", {"code": code, "nickname": "Late"}),
+            ):
+                client = host.client if "host" in path else student.client
+                began = time.monotonic()
+                got = client.request(method, f"{server.url}{path}", data=data, timeout=15)
+                assert time.monotonic() - began < 10, path  # no hang
+                assert got.status_code == 503, (path, got.status_code, got.text[:200])
+                assert got.headers["retry-after"].isdigit()
+                assert "database cannot be reached" in got.text
+            now = health(server)
+            assert now["database_reachable"] is False
+            assert now["status"] == "degraded"
+            # The lesson itself needs no database.
+            assert httpx.get(f"{server.url}/", timeout=10).status_code == 200
+
+            private_postgres.start()
+            wait_until(lambda: health(server)["database_reachable"] is True, 10)
+            answer(student, server, code, q1, q1.answer_number)
+            late = join(server, code, "Late")
+            answer(late, server, code, q1, q1.answer_number)
+            # The stream opened before the outage goes on by itself.
+            dashboard.wait_for(answered(2), timeout=10)
+        finally:
+            dashboard.close()
+        rows = export(host, server, code)
+        assert sorted((row["nickname"], row["choice"]) for row in rows) == [
+            ("Ada", str(q1.answer_number)),
+            ("Late", str(q1.answer_number)),
+        ]
+    finally:
+        stop_server(server)
+
+
+def test_replicas_starting_together_migrate_once(
+    tmp_path: Path, postgres_url: str, redis_url: str
+) -> None:
+    """Three replicas start at once on an empty database: the advisory lock lets one migrate,
+    the others find the schema there; all three serve."""
+    started: list[LiveServer] = []
+    threads = [
+        threading.Thread(
+            target=lambda n=n: started.append(replica(tmp_path / f"r{n}", postgres_url, redis_url))
+        )
+        for n in range(3)
+    ]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(started) == 3
+        for server in started:
+            assert health(server)["database_reachable"] is True
+    finally:
+        for server in started:
+            stop_server(server)
+
+
+def test_python_m_app_migrate_runs_the_migrations_alone(
+    postgres_server: Postgres, postgres_url: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "migrate"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "ATLAS_DATABASE_URL": postgres_url},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    database = postgres_url.rsplit("/", 1)[1]
+    tables = postgres_server.psql(
+        "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables"
+        " WHERE schemaname = 'public'",
+        database,
+    )
+    assert tables == "alembic_version,live_answers,live_classes,live_participants"
+
+
+def test_postgresql_without_a_secret_key_refuses_to_start(postgres_url: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "--port", "0"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "ATLAS_DATABASE_URL": postgres_url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "python -m app: refusing to start: ATLAS_DATABASE_URL names PostgreSQL" in done.stderr
+    assert "set ATLAS_SECRET_KEY, the same on every replica" in done.stderr
