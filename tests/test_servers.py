@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import _stores
 from tests import servers
 from tests.servers import Postgres, Redis
 
@@ -30,17 +31,17 @@ def alive(pids: set[int]) -> set[int]:
 
 def test_postgres_starts_answers_and_leaves_nothing_behind() -> None:
     server = servers.new_postgres()
-    with servers.running(server):
+    with _stores.running(server):
         assert server.psql("SELECT 6 * 7") == "42"
         assert server.psql("SHOW listen_addresses") == "127.0.0.1"
         assert server.psql("SHOW fsync") == "off"
         major = server.psql("SELECT current_setting('server_version_num')::int / 10000")
-        assert int(major) >= servers.POSTGRES_MIN_VERSION
+        assert int(major) >= _stores.POSTGRES_MIN_VERSION
         assert server.process is not None
         started = family(server.process.pid)
         assert len(started) > 1  # the postmaster and its workers
     assert server.process.poll() is not None
-    assert not servers.port_open(server.port)
+    assert not _stores.port_open(server.port)
     assert alive(started) == set()
     assert not server.folder.exists()
 
@@ -50,7 +51,7 @@ def test_postgres_restart_keeps_data_on_the_same_port(private_postgres: Postgres
     database = url.rsplit("/", 1)[1]
     private_postgres.psql("CREATE TABLE kept (n int); INSERT INTO kept VALUES (7)", database)
     private_postgres.stop()
-    assert not servers.port_open(private_postgres.port)
+    assert not _stores.port_open(private_postgres.port)
     with pytest.raises(subprocess.CalledProcessError):
         private_postgres.psql("SELECT 1")
     private_postgres.start()
@@ -75,13 +76,13 @@ def test_drop_database_refuses_any_other_name(postgres_server: Postgres) -> None
 
 def test_redis_starts_answers_and_leaves_nothing_behind() -> None:
     server = servers.new_redis()
-    with servers.running(server):
+    with _stores.running(server):
         assert server.command("SET", "answer", "42") == b"+OK\r\n"
         assert server.command("GET", "answer") == b"$2\r\n42\r\n"
         assert server.process is not None
         started = family(server.process.pid)
     assert server.process.poll() is not None
-    assert not servers.port_open(server.port)
+    assert not _stores.port_open(server.port)
     assert alive(started) == set()
     assert not server.folder.exists()
 
@@ -108,22 +109,22 @@ def test_a_server_that_fails_to_start_is_reported_not_waited_for(tmp_path: Path)
 def test_missing_server_skips_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CI", raising=False)
     with pytest.raises(pytest.skip.Exception, match="no redis-server-nowhere on PATH"):
-        servers.require(servers.redis_binary("redis-server-nowhere"),
+        servers.require(_stores.redis_binary("redis-server-nowhere"),
                         "no redis-server-nowhere on PATH")  # fmt: skip
 
 
 def test_missing_server_fails_under_ci(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="CI=true but no PostgreSQL"):
-        servers.require(servers.postgres_bin(tmp_path), "no PostgreSQL here")
+        servers.require(_stores.postgres_bin(tmp_path), "no PostgreSQL here")
 
 
 def test_postgres_older_than_15_is_not_used(tmp_path: Path) -> None:
     for version in ("13", "14"):
         (tmp_path / version / "bin").mkdir(parents=True)
         (tmp_path / version / "bin" / "postgres").touch()
-    assert servers.postgres_bin(tmp_path) is None
+    assert _stores.postgres_bin(tmp_path) is None
     (tmp_path / "16" / "bin").mkdir(parents=True)
     (tmp_path / "16" / "bin" / "postgres").touch()
-    assert servers.postgres_bin(tmp_path) == tmp_path / "16" / "bin"
+    assert _stores.postgres_bin(tmp_path) == tmp_path / "16" / "bin"
     assert os.path.isdir(tmp_path / "16" / "bin")
