@@ -7,26 +7,36 @@ their stream shows it; then every student answers at once. Goals (issue 31): joi
 no error), and the server holds each connected student in ≤ 300 KB (its RSS with every stream
 open, less its RSS before they opened, per student).
 
-    python -m bench.live [--students 500] [--workers 1]
+With ``--replicas 2`` (issue 32) the class runs on two replicas sharing a private PostgreSQL and
+Redis (bench/_stores.py): students join, listen and answer through either replica in turn, and
+the instructor's dashboard is held on the last one; an answer given through another replica
+must reach it with p99 ≤ 1 s, counted from the answer's acknowledgement to the first dashboard
+event whose roster shows it (and from its sending, beside it).
+
+    python -m bench.live [--students 500] [--workers 1] [--replicas 1]
 """
 
 import argparse
 import asyncio
+import contextlib
 import csv
 import io
 import os
+import re
+import secrets
 import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.lesson.loader import load_lesson
 from app.lesson.render import render_lesson
 from app.settings import Settings
+from bench import _stores
 from bench._procs import rss_bytes, web_processes
 from bench._servers import Server, free_port, launch, stop
 from bench._sse import request, stream_events
@@ -37,10 +47,15 @@ RSS_GOAL_BYTES = 300 * 1024
 JOINING_AT_ONCE = 50  # a class arriving: many at once, not all in one millisecond
 
 
+# A roster row of the dashboard: the nickname, then the student's answer to the question ("—").
+ROSTER_ROW = re.compile(r'class="live-nickname">(s\d+)</th>\s*<td>([^<]*)</td>')
+
+
 @dataclass
 class Figures:
     students: int
     workers: int
+    replicas: int
     join_s: float
     question_p50_s: float
     question_p99_s: float
@@ -50,6 +65,11 @@ class Figures:
     answers_counted: int
     errors: int
     rss_per_student: float
+    dashboard_p50_s: float
+    dashboard_p99_s: float
+    dashboard_p99_from_send_s: float
+    dashboard_seen: int
+    dashboard_expected: int
 
     def problems(self) -> list[str]:
         found = []
@@ -64,12 +84,19 @@ class Figures:
             )
         if self.errors:
             found.append(f"{self.errors} errors")
+        if self.dashboard_p99_s > P99_GOAL_S:
+            found.append(f"answer to dashboard p99 {self.dashboard_p99_s:.2f} s > {P99_GOAL_S:g} s")
+        if self.dashboard_seen != self.dashboard_expected:
+            found.append(
+                f"the dashboard showed {self.dashboard_seen} of {self.dashboard_expected} answers"
+            )
         if self.rss_per_student > RSS_GOAL_BYTES:
             found.append(f"{self.rss_per_student / 1024:.0f} KB per student > 300 KB")
         return found
 
 
-def start(data_dir: Path, workers: int) -> Server:
+def start(data_dir: Path, workers: int, shared: dict[str, str] | None = None) -> Server:
+    """One server as ``python -m app`` starts it; ``shared``: the settings replicas share."""
     port = free_port()
     env = {
         **os.environ,
@@ -77,6 +104,7 @@ def start(data_dir: Path, workers: int) -> Server:
         "ATLAS_CONFIRM_ENABLED": "false",
     }
     env.pop("ATLAS_SECRET_KEY", None)
+    env.update(shared or {})
     command = [sys.executable, "-m", "app", "--port", str(port), "--workers", str(workers)]
     return launch([*command, "--log-level", "warning"], port=port, ready_path="/healthz", env=env)
 
@@ -87,12 +115,41 @@ def first_question() -> str:
     return lesson.questions[0].question.id
 
 
-def server_rss(server: Server) -> int:
-    return sum(rss_bytes(pid) for pid in web_processes(server.process.pid))
+def server_rss(servers: Sequence[Server]) -> int:
+    return sum(rss_bytes(pid) for s in servers for pid in web_processes(s.process.pid))
 
 
-async def run_class(server: Server, students: int, workers: int) -> Figures:
-    port = int(server.url.rsplit(":", 1)[1])
+@contextlib.contextmanager
+def replicas(folder: Path, count: int, workers: int) -> Iterator[list[Server]]:
+    """One server on SQLite, or ``count`` replicas on a private PostgreSQL and Redis."""
+    with contextlib.ExitStack() as stack:
+        shared: dict[str, str] = {}
+        if count > 1:
+            bin_dir, binary = _stores.postgres_bin(), _stores.redis_binary()
+            if bin_dir is None or binary is None:
+                sys.exit("--replicas needs PostgreSQL 15+ and redis-server (apt-get install)")
+            postgres = stack.enter_context(_stores.running(_stores.new_postgres(bin_dir)))
+            redis = stack.enter_context(_stores.running(_stores.new_redis(binary)))
+            shared = {
+                "ATLAS_DATABASE_URL": postgres.create_database(),
+                "ATLAS_REDIS_URL": redis.url,
+                "ATLAS_SECRET_KEY": secrets.token_urlsafe(32),
+            }
+        started: list[Server] = []
+        for n in range(count):
+            started.append(start(folder / f"data{n}", workers, shared))
+            stack.callback(stop, started[-1])
+        yield started
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("inf")
+
+
+async def run_class(servers: Sequence[Server], students: int, workers: int) -> Figures:
+    ports = [int(server.url.rsplit(":", 1)[1]) for server in servers]
+    port = ports[0]
     started = await request(port, "POST", "/class/new")
     assert started.status == 303, started.status
     code = started.header("location").split("/")[2]
@@ -101,9 +158,14 @@ async def run_class(server: Server, students: int, workers: int) -> Figures:
 
     gate = asyncio.Semaphore(JOINING_AT_ONCE)
 
+    def port_of(n: int) -> int:
+        return ports[n % len(ports)]
+
     async def join(n: int) -> str:
         async with gate:
-            joined = await request(port, "POST", "/join", form={"code": code, "nickname": f"s{n}"})
+            joined = await request(
+                port_of(n), "POST", "/join", form={"code": code, "nickname": f"s{n}"}
+            )
         assert joined.status == 303, joined.status
         return joined.cookie("atlas-class-")
 
@@ -111,7 +173,7 @@ async def run_class(server: Server, students: int, workers: int) -> Figures:
     cookies = await asyncio.gather(*(join(n) for n in range(students)))
     join_s = time.monotonic() - clock
 
-    rss_before = server_rss(server)
+    rss_before = server_rss(servers)
     opened = [asyncio.Event() for _ in range(students)]
     arrived: list[float] = []
     asked_at = [0.0]
@@ -120,7 +182,7 @@ async def run_class(server: Server, students: int, workers: int) -> Figures:
     async def listen(n: int) -> None:
         marker = f'value="{question}"'
         try:
-            async for event in stream_events(port, f"/class/{code}/events", cookies[n]):
+            async for event in stream_events(port_of(n), f"/class/{code}/events", cookies[n]):
                 opened[n].set()
                 if marker in event.data:
                     arrived.append(time.monotonic() - asked_at[0])
@@ -132,58 +194,99 @@ async def run_class(server: Server, students: int, workers: int) -> Figures:
     listeners = [asyncio.create_task(listen(n)) for n in range(students)]
     await asyncio.wait_for(asyncio.gather(*(event.wait() for event in opened)), 60)
     await asyncio.sleep(1.0)  # let the server settle before reading its memory
-    rss_per_student = (server_rss(server) - rss_before) / students
+    rss_per_student = (server_rss(servers) - rss_before) / students
 
     asked_at[0] = time.monotonic()
     asked = await request(port, "POST", f"/class/{code}/ask", host, {"question": question})
     assert asked.status == 303, asked.status
     await asyncio.wait_for(asyncio.gather(*listeners), 60)
 
+    # The instructor's dashboard, on the last replica: when each student's answer shows there.
+    shown: dict[str, float] = {}
+    dashboard_open = asyncio.Event()
+
+    async def watch() -> None:
+        path = f"/class/{code}/events?view=host"
+        async for event in stream_events(ports[-1], path, host):
+            dashboard_open.set()
+            now = time.monotonic()
+            for nickname, cell in ROSTER_ROW.findall(event.data):
+                if cell.strip() not in ("", "—"):
+                    shown.setdefault(nickname, now)
+            if len(shown) == students:
+                return
+
+    watcher = asyncio.create_task(watch())
+    await asyncio.wait_for(dashboard_open.wait(), 60)
+    sent_at: dict[str, float] = {}
+    acknowledged_at: dict[str, float] = {}
+
     async def answer(n: int) -> int:
         try:
+            sent_at[f"s{n}"] = time.monotonic()
             sent = await request(
-                port,
+                port_of(n),
                 "POST",
                 f"/class/{code}/answer",
                 cookies[n],
                 {"question": question, "choice": str(1 + n % 3)},
             )
+            acknowledged_at[f"s{n}"] = time.monotonic()
             return sent.status
         except Exception as error:
             errors[type(error).__name__] += 1
             return 0
 
     statuses = Counter(await asyncio.gather(*(answer(n) for n in range(students))))
+    with contextlib.suppress(TimeoutError):  # counted below: answers it never showed
+        await asyncio.wait_for(watcher, 30)
+    # Answers given through another replica than the dashboard's (all of them on one server).
+    elsewhere = [f"s{n}" for n in range(students) if len(ports) == 1 or port_of(n) != ports[-1]]
+    arrived_from_ack = [shown[s] - acknowledged_at[s] for s in elsewhere if s in shown]
+    arrived_from_send = [shown[s] - sent_at[s] for s in elsewhere if s in shown]
     exported = await request(port, "GET", f"/class/{code}/export.csv", host)
     stored = len(list(csv.reader(io.StringIO(exported.body.decode())))) - 1
     page = (await request(port, "GET", f"/class/{code}/host", host)).body.decode()
     counted = int(page.split('id="answer-count" class="live-number">', 1)[1].split("<", 1)[0])
     errors.update({f"HTTP {s}": c for s, c in statuses.items() if s not in (303,)})
-    ordered = sorted(arrived)
     return Figures(
         students=students,
         workers=workers,
+        replicas=len(servers),
         join_s=join_s,
-        question_p50_s=statistics.median(ordered),
-        question_p99_s=ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
+        question_p50_s=statistics.median(arrived),
+        question_p99_s=percentile(arrived, 0.99),
         answers_sent=students,
         answers_ok=statuses.get(303, 0),
         answers_stored=stored,
         answers_counted=counted,
-        errors=sum(errors.values()) + (students - len(ordered)),
+        errors=sum(errors.values()) + (students - len(arrived)),
         rss_per_student=rss_per_student,
+        # An answer shown before its acknowledgement arrived counts as 0 s.
+        dashboard_p50_s=max(0.0, statistics.median(arrived_from_ack)) if arrived_from_ack else 0,
+        dashboard_p99_s=max(0.0, percentile(arrived_from_ack, 0.99)),
+        dashboard_p99_from_send_s=percentile(arrived_from_send, 0.99),
+        dashboard_seen=len(arrived_from_ack),
+        dashboard_expected=len(elsewhere),
     )
 
 
 def report(figures: Figures) -> str:
     return "\n".join(
         [
-            f"students {figures.students}, workers {figures.workers}",
+            f"students {figures.students}, replicas {figures.replicas},"
+            f" workers {figures.workers} each"
+            + (", PostgreSQL and Redis" if figures.replicas > 1 else ", SQLite"),
             f"join all            {figures.join_s:6.2f} s   (goal ≤ {JOIN_GOAL_S:g} s)",
             f"question p50        {figures.question_p50_s:6.3f} s",
             f"question p99        {figures.question_p99_s:6.3f} s   (goal ≤ {P99_GOAL_S:g} s)",
             f"answers at once     {figures.answers_ok}/{figures.answers_sent} accepted,"
             f" {figures.answers_stored} stored, {figures.answers_counted} counted",
+            f"answer → dashboard  p50 {figures.dashboard_p50_s:.3f} s,"
+            f" p99 {figures.dashboard_p99_s:.3f} s (goal ≤ {P99_GOAL_S:g} s;"
+            f" {figures.dashboard_seen}/{figures.dashboard_expected} answers"
+            + (" given on another replica" if figures.replicas > 1 else "")
+            + f"; p99 from sending {figures.dashboard_p99_from_send_s:.3f} s)",
             f"errors              {figures.errors}",
             f"memory per student  {figures.rss_per_student / 1024:6.1f} KB (goal ≤ 300 KB)",
         ]
@@ -196,13 +299,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--students", type=int, default=500, help="students in the class")
     parser.add_argument("--workers", type=int, default=1, help="server workers (python -m app)")
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="servers: 1 on SQLite, or several sharing a private PostgreSQL and Redis",
+    )
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as folder:
-        server = start(Path(folder) / "data", args.workers)
-        try:
-            figures = asyncio.run(run_class(server, args.students, args.workers))
-        finally:
-            stop(server)
+    if args.replicas < 1:
+        parser.error("--replicas must be 1 or more")
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        replicas(Path(folder), args.replicas, args.workers) as servers,
+    ):
+        figures = asyncio.run(run_class(servers, args.students, args.workers))
     print(report(figures))
     problems = figures.problems()
     for problem in problems:
