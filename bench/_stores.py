@@ -6,6 +6,7 @@ nothing. :func:`running` starts one and, whatever happens, stops it and removes 
 ``stop()`` and ``start()`` stop and restart one on the same port (fault tests).
 """
 
+import ctypes
 import os
 import pwd
 import re
@@ -13,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -30,6 +32,7 @@ POSTGRES_MIN_VERSION = 15
 POSTGRES_USER = "postgres"
 REDIS_SERVER = os.environ.get("ATLAS_TEST_REDIS_SERVER", "redis-server")
 START_TIMEOUT_S = 30.0
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 STOP_TIMEOUT_S = 15.0
 
 
@@ -67,6 +70,14 @@ def _stop(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
         process.wait()
 
 
+def _end_with_parent() -> None:
+    """In the child: SIGTERM it when the process that started it dies (a test run killed by a
+    timeout leaves no server behind). Set after Popen drops to the server's user, which would
+    clear it."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def _wait_until(ready: Callable[[], bool], process: subprocess.Popen[bytes], what: str) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -100,7 +111,9 @@ class _Server:
         """Run ``argv``, its output to ``<name>.log``, and wait until :meth:`ready`."""
         name = type(self).__name__
         with (self.folder / f"{name.lower()}.log").open("ab") as log:
-            process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, **popen)
+            process = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_end_with_parent, **popen
+            )
         self.process = process
         _wait_until(self.ready, process, f"{name} on port {self.port}")
 
