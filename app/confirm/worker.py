@@ -190,8 +190,8 @@ def process_groups(
     :func:`serve_rank` warms them in).
 
     Gloo gives each device a network thread that wakes every 10 ms, busy or not; a device per
-    group (what ``init_process_group`` and ``new_group`` make) was up to nine such threads in
-    each of eight ranks, and cost an idle pool about a tenth of a core. Each group meets its
+    group (what ``init_process_group`` and ``new_group`` make) would be up to nine such threads
+    in each of eight ranks, waking an idle pool's cores for nothing. Each group meets its
     members under its own prefix of the store, so building them takes no collective over the
     world. A group waits up to ``connect_timeout`` for its members to arrive (a rank may start
     late on a busy machine), then each collective up to ``timeout``.

@@ -133,7 +133,7 @@ def decide(exact: Exact) -> Agreement:
 # ---- the plain rank mean (every weight 1/P), in integers -------------------------------------
 # Every input as written is an integer over a power of ten (``decimal_ratio``): sums of them are
 # exact as plain integers over the largest denominator. The lab asks for this comparison on every
-# request, and Fraction's gcd at every step was most of its cost; ``exact_means`` and ``decide``
+# request, and plain integers spare it Fraction's gcd at every step; ``exact_means`` and ``decide``
 # stay the reference (and serve any other weights).
 
 Ratio = tuple[int, int]

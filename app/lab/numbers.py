@@ -27,7 +27,7 @@ MAX_DENOMINATOR = 1000
 
 Number = float | int | Fraction
 # An exact rational as (numerator, denominator > 0), not reduced: a line's arithmetic adds and
-# multiplies a few decimals, far faster on plain ints than with Fraction's gcd at every step.
+# multiplies a few decimals, on plain ints without Fraction's gcd at every step.
 Ratio = tuple[int, int]
 LOG10_2 = math.log10(2)
 

@@ -3,12 +3,11 @@ connections evenly across them.
 
 uvicorn's ``--workers`` binds one socket in its supervisor and hands it to every worker: they all
 accept from one queue, and a worker that is awake takes the next connection before a sleeping one
-wakes. When a class connects at once one worker often takes most of the connections (32 opened
-together split 30 to 2, 3 to 29, 25 to 7 in bench/README.md's runs), and a connection stays with
-the worker that took it: that worker's students wait in a longer queue while the other worker
-idles. With ``SO_REUSEPORT`` each worker listens on its own socket on the same address, and Linux
-hands each new connection to one of them by a hash of the connection's addresses: about half each
-(18 to 14, 16 to 16), whichever worker is awake.
+wakes. When a class connects at once one worker often takes most of the connections, and a
+connection stays with the worker that took it: that worker's students wait in a longer queue
+while the other worker idles. With ``SO_REUSEPORT`` each worker listens on its own socket on the
+same address, and Linux hands each new connection to one of them by a hash of the connection's
+addresses: about half each, whichever worker is awake.
 
 ``run`` is ``uvicorn.run`` but for that: with several workers on Linux it calls ``serve``, which
 does for them what ``uvicorn.run`` does, with one difference. The supervisor checks that the

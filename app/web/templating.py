@@ -32,9 +32,9 @@ class Environment(jinja2.Environment):
     """Jinja2's environment with each template's globals one plain dict.
 
     Jinja2 chains a template's globals to the environment's (a ChainMap), so that globals added
-    after a template loads still show; every render then copies them through the chain, a third
-    of a small fragment's render. Every global here is set once, by ``create_templates``, before
-    any template loads: a plain dict holds the same.
+    after a template loads still show; every render then copies them through the chain. Every
+    global here is set once, by ``create_templates``, before any template loads: a plain dict
+    holds the same, and a render copies nothing.
     """
 
     def make_globals(self, d: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
@@ -49,7 +49,7 @@ def _digest(path: Path, mtime_ns: int, size: int) -> str:
 @lru_cache(maxsize=256)
 def asset_version(static_dir: Path, relative: str) -> str:
     """Short content hash of one static file, read once: the files do not change under a running
-    server (a stat() per link per render was a third of the page's time under load). Should one
+    server, so a render makes no stat() per link. Should one
     change anyway, its old URL is still served, only revalidated instead of cached for good."""
     path = static_dir / relative
     stat = path.stat()
@@ -61,7 +61,7 @@ def route_path(request: Request, name: str, **params: str) -> str:
 
     A path, not an absolute URL: nothing rendered depends on the Host a request names. A lookup
     walks every route (Starlette raises and catches one exception per route that does not
-    match): a dozen on the lesson page were a sixth of its time. Routes do not change under a
+    match), on every link of every render. Routes do not change under a
     running server, so the paths are kept by name and parameters, a handful in all.
     """
     app = request.app
