@@ -152,9 +152,11 @@ def chromium_available() -> bool:
     return Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is not None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Real Chromium from Debian (never a downloaded build); skipped only outside CI."""
+    """Real Chromium from Debian (never a downloaded build); skipped only outside CI. One per
+    module: Playwright's sync API holds a running event loop in the main thread while it is open,
+    and the tests after the browser's (``asyncio.run`` in test_live, test_server, ...) need none."""
     if not chromium_available():
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true but no Chromium at {CHROMIUM}: install the 'chromium' package")
