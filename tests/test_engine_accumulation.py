@@ -108,3 +108,22 @@ def test_one_microbatch_per_rank_is_the_plain_rank_mean(window: list[list[list[i
     assert result.naive_gradient == pytest.approx(
         result.across_ranks.rank_mean_gradient, rel=1e-12, abs=1e-12
     )
+
+
+def test_decimal_counts_in_proportion_are_proportional() -> None:
+    # Rank 0 has two microbatches of weight 0.1 (a decimal no float holds exactly), rank 1 one of
+    # 0.2: each count is its plain weight 1/(P·M_r) times N = 0.4 as typed, so the two gradients
+    # agree because the counts are in proportion, not by coincidence.
+    window = accumulate([[[9], [7]], [[5]]], [[[0.1], [0.1]], [[0.2]]], eta=0.1, w=10)
+    assert window.counts == ((0.1, 0.1), (0.2,))
+    assert window.agreement.reason == "proportional counts"
+    assert window.agreement.agree
+
+
+def test_equal_decimal_counts_beside_an_empty_microbatch_differ_only_by_it() -> None:
+    # Without the empty microbatch the counts (0.1 each, as typed) are equal, so the gradients
+    # would agree: the empty one alone, counted as a mean of 0, makes them differ.
+    window = accumulate([[[]], [[9]], [[7]]], [[[]], [[0.1]], [[0.1]]], eta=0.1, w=10)
+    assert window.counts == ((0,), (0.1,), (0.1,))
+    assert window.agreement.reason == "empty entries"
+    assert not window.agreement.agree

@@ -324,3 +324,13 @@ def test_finite_scalar_fast_path_answers_as_the_general_one(value: float, positi
         return out.hex()
 
     assert run(value) == run(Float(value))
+
+
+@pytest.mark.parametrize("count", [0.1, 6.261910320248051e-161, 3.0])
+def test_equal_counts_beside_an_empty_rank_differ_only_by_the_empty_rank(count: float) -> None:
+    # Without the empty rank the counts are equal, so the two means would agree: the empty rank
+    # alone (counted as a mean of 0 and still in P) makes them differ, whatever the counts' digits.
+    result = from_means([0.0, count, count], [0.0, 0.0, 1.0], eta=0.1, w=10.0)
+    assert result.agreement.plain == Fraction(1, 3)
+    assert result.agreement.counted == Fraction(1, 2)
+    assert result.agreement.reason == "empty entries"

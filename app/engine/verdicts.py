@@ -238,7 +238,7 @@ def _proportional(exact: Exact) -> bool:
     if len(set(exact.plain_weights)) == 1:
         return len(set(exact.counts)) == 1
     return all(
-        Fraction(n) == c * exact.total
+        _as_written(n) == c * exact.total
         for n, c in zip(exact.counts, exact.plain_weights, strict=True)
     )
 
@@ -248,6 +248,14 @@ def _only_empties(exact: Exact, empty: tuple[int, ...]) -> bool:
     kept = [i for i in range(len(exact.counts)) if i not in empty]
     share = sum((exact.plain_weights[i] for i in kept), Fraction(0))
     return (
-        all(Fraction(exact.counts[i]) * share == exact.plain_weights[i] * exact.total for i in kept)
+        all(
+            _as_written(exact.counts[i]) * share == exact.plain_weights[i] * exact.total
+            for i in kept
+        )
         or len({exact.means[i] for i in kept}) == 1
     )
+
+
+def _as_written(count: float) -> Fraction:
+    """A count as the decimal it prints as: the value ``total`` sums, not the binary float."""
+    return Fraction(*decimal_ratio(count))
