@@ -139,6 +139,37 @@ def test_the_stream_sends_the_current_state_first_then_changes(one_worker: Serve
     asyncio.run(run())
 
 
+def test_a_student_who_has_just_joined_is_not_told_they_are_gone(one_worker: Server) -> None:
+    # A stream already open keeps a snapshot of the class; a student who joins and opens their
+    # stream before it is read again (within the feed's gap) must get the class, not "gone"
+    # (which closes their page's live connection for good).
+    async def run() -> None:
+        async with httpx.AsyncClient(base_url=one_worker.url, timeout=30) as host:
+            code = await start_class(host)
+            hosted: asyncio.Queue[Event] = asyncio.Queue()
+            watcher = asyncio.create_task(follow(host, f"/class/{code}/events?view=host", hosted))
+            pupils, readers = [], []
+            try:
+                await next_event(hosted)
+                for n in range(5):
+                    pupil = await join(one_worker.url, code, f"late {n}")
+                    pupils.append(pupil)
+                    events: asyncio.Queue[Event] = asyncio.Queue()
+                    readers.append(
+                        asyncio.create_task(follow(pupil, f"/class/{code}/events", events))
+                    )
+                    first = await next_event(events)
+                    assert first.name == "class", (n, first.name)
+            finally:
+                watcher.cancel()
+                for reader in readers:
+                    reader.cancel()
+                for pupil in pupils:
+                    await pupil.aclose()
+
+    asyncio.run(run())
+
+
 def _worker_of(workers: list[int], local_port: int, server_port: int) -> int | None:
     """The worker process holding the server side of our connection from ``local_port``."""
     inode = None

@@ -69,10 +69,23 @@ class Feed:
                 seen = await told.wait(seen)
                 await asyncio.sleep(MIN_GAP_S)  # what arrives meanwhile is read in one go
                 seen = told.generation
-                latest = await self._read()
-                if latest is None or latest.version != self.snapshot.version:
-                    self.snapshot = latest
-                    self.changed.fire()
+                self._offer(await self._read())
+
+    async def confirm(self) -> Snapshot | None:
+        """The class read now, not when this feed last looked: what a stream must see before it
+        ends, since a student who has just joined (through another worker, or within the
+        feed's gap) is missing from an older snapshot but not gone."""
+        self._offer(await self._read())
+        return self.snapshot
+
+    def _offer(self, latest: Snapshot | None) -> None:
+        """Keep ``latest`` if it is newer (versions only grow; None: the class is deleted)."""
+        current = self.snapshot
+        if current is None:
+            return
+        if latest is None or latest.version > current.version:
+            self.snapshot = latest
+            self.changed.fire()
 
 
 @dataclass
@@ -117,6 +130,9 @@ def _stream(request: Request, class_id: int, render_now: Renderer) -> EventSourc
             snapshot = feed.snapshot
             while True:
                 made = render_now(snapshot) if snapshot is not None else None
+                if made is None:  # gone, unless the feed's snapshot is older than the stream
+                    snapshot = await feed.confirm()
+                    made = render_now(snapshot) if snapshot is not None else None
                 if made is None:
                     yield ServerSentEvent(data="", event="gone")
                     return
