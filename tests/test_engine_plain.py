@@ -1,8 +1,9 @@
 """The engine's plain-float paths against independent references, bit for bit.
 
 ``from_means`` works on Python floats and decides its verdict in integers
-(``verdicts.rank_means``); the references below are the NumPy and Fraction computations it
-replaced: the same IEEE operations elementwise, and ``exact_means``/``decide`` for the verdict.
+(``verdicts.weighted_means``); the references below are the same IEEE operations elementwise in
+NumPy, and the exact means and the verdict's conditions in ``Fraction`` of the numbers as written,
+from the conditions' definitions.
 """
 
 import math
@@ -19,13 +20,73 @@ from app.engine import EngineError, from_means
 from app.engine.checks import SMALLEST_COUNT, finite_floats, finite_scalar
 from app.engine.decimals import as_decimal, decimal_ratio
 from app.engine.gradient import empty_warning
-from app.engine.verdicts import decide, exact_means, rank_means, rounded
+from app.engine.verdicts import AGREEING, Agreement, weighted_means
 from tests.lab_states import as_written
 
 
 def plain_weights(ranks: int) -> tuple[Fraction, ...]:
     """The plain rank mean's weights: ``1/P`` each."""
     return (Fraction(1, ranks),) * ranks
+
+
+def rounded(value: Fraction) -> float:
+    """The nearest float, ±inf beyond the range."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def exactly(
+    counts: Sequence[float], means: Sequence[float], weights: Sequence[Fraction]
+) -> tuple[Fraction, Fraction, Fraction]:
+    """``N``, the count-weighted mean and the plain (``weights``) mean of the numbers as written;
+    an empty entry's mean is 0."""
+    n = [as_written(x) for x in counts]
+    m = [as_written(y) if x else Fraction(0) for x, y in zip(counts, means, strict=True)]
+    total = sum(n, Fraction(0))
+    counted = sum((a * b for a, b in zip(n, m, strict=True)), Fraction(0)) / total
+    plain = sum((c * b for c, b in zip(weights, m, strict=True)), Fraction(0))
+    return total, counted, plain
+
+
+def reference_agreement(
+    counts: Sequence[float], means: Sequence[float], weights: Sequence[Fraction]
+) -> Agreement:
+    """The verdict from the definitions of its conditions (``verdicts.Reason``), in Fractions:
+    the first that holds names why the two means agree, else why they differ."""
+    total, counted, plain = exactly(counts, means, weights)
+    n = [as_written(x) for x in counts]
+    m = [as_written(y) for y in means]
+    empty = tuple(i for i, x in enumerate(n) if x == 0)
+    kept = [i for i, x in enumerate(n) if x != 0]
+
+    def proportional(entries: Sequence[int]) -> bool:  # nᵢ/N = cᵢ/Σc over these entries
+        share = sum((weights[i] for i in entries), Fraction(0))
+        return all(n[i] / total == weights[i] / share for i in entries)
+
+    if len(n) == 1:
+        reason = "one entry"
+    elif proportional(range(len(n))):
+        reason = "proportional counts"
+    elif not empty and len(set(m)) == 1:
+        reason = "equal means"
+    elif empty and all(m[i] == 0 for i in kept):
+        reason = "zero means"
+    elif plain == counted:
+        reason = "coincidence"
+    elif empty and (proportional(kept) or len({m[i] for i in kept}) == 1):
+        reason = "empty entries"
+    else:
+        reason = "unequal counts"
+    return Agreement(
+        agree=reason in AGREEING,
+        reason=reason,  # type: ignore[arg-type]
+        difference=rounded(plain - counted),
+        empty=empty,
+        plain=plain,
+        counted=counted,
+    )
 
 
 COUNTS = st.one_of(
@@ -70,13 +131,14 @@ def reference_from_means(
             raise EngineError("counts", "bad counts")
         empty = n == 0
         mean = np.where(empty, 0.0, given_means)
-        exact = exact_means(n.tolist(), mean.tolist(), plain_weights(n.size))
+        weights = plain_weights(n.size)
+        exact_total, counted, plain = exactly(n.tolist(), mean.tolist(), weights)
         step, start = as_written(eta), as_written(w)
-        total = rounded(exact.total)
+        total = rounded(exact_total)
         # P·nᵣ/N and P·nᵣ ḡᵣ/N exactly, of the numbers as written, each rounded once.
-        scale = np.array([rounded(n.size * as_written(x) / exact.total) for x in n.tolist()])
+        scale = np.array([rounded(n.size * as_written(x) / exact_total) for x in n.tolist()])
         compensated = [
-            rounded(n.size * as_written(x) * as_written(m) / exact.total)
+            rounded(n.size * as_written(x) * as_written(m) / exact_total)
             for x, m in zip(n.tolist(), mean.tolist(), strict=True)
         ]
         occupied = np.where(empty, 1.0, n)
@@ -85,13 +147,13 @@ def reference_from_means(
             "N": total,
             "counts": tuple(n.tolist()),
             "means": tuple(mean.tolist()),
-            "global_gradient": rounded(exact.counted),
-            "rank_mean_gradient": rounded(exact.plain),
+            "global_gradient": rounded(counted),
+            "rank_mean_gradient": rounded(plain),
             "scale_factors": tuple(scale.tolist()),
             "compensated_means": tuple(compensated),
-            "w_new": rounded(start - step * exact.counted),
-            "w_new_rank_mean": rounded(start - step * exact.plain),
-            "w_new_difference": rounded(-step * exact.difference),
+            "w_new": rounded(start - step * counted),
+            "w_new_rank_mean": rounded(start - step * plain),
+            "w_new_difference": rounded(step * (counted - plain)),
             "influence_global": tuple(np.where(empty, 0.0, 1.0 / total).tolist()),
             "influence_rank_mean": tuple(np.where(empty, 0.0, 1.0 / (n.size * occupied)).tolist()),
             "warnings": tuple(
@@ -100,7 +162,7 @@ def reference_from_means(
                 )
                 for r in np.flatnonzero(empty)
             ),
-            "agreement": decide(exact),
+            "agreement": reference_agreement(n.tolist(), mean.tolist(), weights),
         }
 
 
@@ -137,28 +199,51 @@ def same(a: object, b: object) -> bool:
     return type(a) is type(b) and a == b
 
 
+@st.composite
+def windows(draw: st.DrawFn) -> tuple[list[float], list[float], list[Fraction]]:
+    """Microbatch counts and means with the naive average's weights ``1/(P·M_r)``."""
+    lengths = draw(st.lists(st.integers(1, 4), min_size=1, max_size=6))
+    weights = [Fraction(1, len(lengths) * size) for size in lengths for _ in range(size)]
+    size = len(weights)
+    pool = st.sampled_from([0.0, 0.1, 0.2, 0.3, 1.0, 2.0, 4.0])
+    counts = draw(
+        st.one_of(
+            st.lists(pool, min_size=size, max_size=size),
+            st.lists(COUNTS, min_size=size, max_size=size),
+        )
+    )
+    means = draw(
+        st.one_of(
+            st.lists(st.sampled_from([0.0, 1.0, 2.0, -1.0, 0.1]), min_size=size, max_size=size),
+            st.lists(MEANS, min_size=size, max_size=size),
+        )
+    )
+    return counts, means, weights
+
+
 @settings(max_examples=400, deadline=None)
-@given(ranks())
-@example(([2.0, 6.0], [1.0, 3.0]))
-@example(([0.0, 3.0, 3.0], [5.0, 1.0, 2.0]))  # differ only by the empty rank
-@example(([1.0, 2.0], [3.0, 3.0]))  # equal means
-@example(([0.0, 2.0], [1.0, 0.0]))  # zero means
-@example(([1.0, 3.0, 0.0], [2.0, 1.0, -2.5]))
-def test_rank_means_is_exact_means_and_decide(data: tuple[list[float], list[float]]) -> None:
-    counts, given_means = data
+@given(windows())
+@example(([0.1, 0.1, 0.2], [1.0, 3.0, 5.0], [Fraction(1, 4), Fraction(1, 4), Fraction(1, 2)]))
+@example(([0.0, 0.1, 0.1], [0.0, 1.0, 3.0], [Fraction(1, 3)] * 3))
+@example(
+    ([0.0, 6.261910320248051e-161, 6.261910320248051e-161], [0.0, 0.0, 1.0], [Fraction(1, 3)] * 3)
+)
+def test_weighted_means_and_their_verdict_for_any_plain_weights(
+    data: tuple[list[float], list[float], list[Fraction]],
+) -> None:
+    counts, given_means, weights = data
     if not any(counts):
         counts = [1.0, *counts[1:]]
     means = [0.0 if n == 0 else m for n, m in zip(counts, given_means, strict=True)]
-    fast = rank_means(counts, means)
-    exact = exact_means(counts, means, plain_weights(len(counts)))
-    assert Fraction(*fast.total) == exact.total
-    assert Fraction(*fast.counted) == exact.counted
-    assert Fraction(*fast.plain) == exact.plain
-    assert Fraction(*fast.difference) == exact.difference
-    reference = decide(exact)
-    assert fast.agreement.reason == reference.reason
-    for field in ("agree", "difference", "empty", "plain", "counted"):
-        assert same(getattr(fast.agreement, field), getattr(reference, field)), field
+    result = weighted_means(counts, means, weights)
+    total, counted, plain = exactly(counts, means, weights)
+    assert Fraction(*result.total) == total
+    assert Fraction(*result.counted) == counted
+    assert Fraction(*result.plain) == plain
+    assert Fraction(*result.difference) == plain - counted
+    reference = reference_agreement(counts, means, weights)
+    assert result.agreement.reason == reference.reason
+    assert result.agreement == reference
 
 
 @settings(max_examples=2000, deadline=None)
@@ -194,10 +279,13 @@ def test_exact_means_are_of_the_inputs_as_written(
     n = [as_written(x) for x in counts]
     m = [as_written(y) for y in means]
     total = sum(n, Fraction(0))
-    exact = exact_means(counts, means, plain_weights(len(counts)))
-    assert exact.total == total
-    assert exact.counted == sum((a * b for a, b in zip(n, m, strict=True)), Fraction(0)) / total
-    assert exact.plain == sum(m, Fraction(0)) / len(m)
+    exact = weighted_means(counts, means)
+    assert Fraction(*exact.total) == total
+    assert (
+        Fraction(*exact.counted)
+        == sum((a * b for a, b in zip(n, m, strict=True)), Fraction(0)) / total
+    )
+    assert Fraction(*exact.plain) == sum(m, Fraction(0)) / len(m)
 
 
 def test_means_that_sum_to_zero_as_written_have_a_plain_mean_of_zero() -> None:

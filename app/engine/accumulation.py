@@ -16,7 +16,7 @@ from app.engine.gradient import (
     item_stats,
     require_items,
 )
-from app.engine.verdicts import Agreement, decide, exact_means, rounded
+from app.engine.verdicts import Agreement, rounded, weighted_means
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,24 +127,23 @@ def accumulate(
     finite_results("microbatches", means=np.array([m for row in means for m in row]))
     # The two window gradients, both steps and their difference from the exact values of the
     # microbatch counts and means, rounded once: equal gradients give a difference of exactly 0.
-    exact = exact_means(
+    exact = weighted_means(
         [n for row in counts for n in row],
         [mean for row in means for mean in row],
         [Fraction(1, ranks * len(row)) for row in counts for _ in row],
     )
-    agreement = decide(exact)
+    agreement = exact.agreement
     step, start = as_decimal(eta), as_decimal(w)
-    naive = rounded(exact.plain)
-    window = rounded(exact.counted)
+    naive, window = agreement.plain, agreement.counted
     scale = [[ranks * len(row) * n / total for n in row] for row in counts]
     finite_results("microbatches", means=np.array([m for row in means for m in row]))
-    finite_results("microbatches", naive_gradient=naive, window_gradient=window)
+    finite_results("microbatches", naive_gradient=rounded(naive), window_gradient=rounded(window))
     count_field = "microbatches" if weights is None else "weights"
     with renamed_fields({"counts": count_field, "means": "microbatches"}):
         across = from_means(rank_counts, rank_window, eta=eta, w=w)
-    w_new_naive = rounded(start - step * exact.plain)
-    w_new_window = rounded(start - step * exact.counted)
-    w_new_difference = rounded(-step * exact.difference)
+    w_new_naive = rounded(start - step * naive)
+    w_new_window = rounded(start - step * window)
+    w_new_difference = rounded(step * (window - naive))
     finite_results(
         "microbatches",
         w_new_naive=w_new_naive,
@@ -165,8 +164,8 @@ def accumulate(
         rank_window_means=as_floats(rank_window),
         eta=eta,
         w=w,
-        naive_gradient=naive,
-        window_gradient=window,
+        naive_gradient=rounded(naive),
+        window_gradient=rounded(window),
         scale_factors=tuple(as_floats(row) for row in scale),
         w_new_naive=w_new_naive,
         w_new_window=w_new_window,

@@ -16,7 +16,7 @@ from app.engine.checks import (
 )
 from app.engine.decimals import decimal_ratio
 from app.engine.errors import EngineError, renamed_fields
-from app.engine.verdicts import Agreement, rank_means, ratio_float
+from app.engine.verdicts import Agreement, ratio_float, weighted_means
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +110,7 @@ def from_means(
 
     # Both means, both steps and their difference from the inputs' exact values, rounded once:
     # when the two schemes are the same computation their difference is exactly 0.
-    exact = rank_means(n, mean)
+    exact = weighted_means(n, mean)
     (counted_top, counted_den), (plain_top, plain_den) = exact.counted, exact.plain
     (w_top, w_den), (eta_top, eta_den) = decimal_ratio(w), decimal_ratio(eta)
     # w - η·a/b = (w_top·η_den·b - η_top·a·w_den) / (w_den·η_den·b)

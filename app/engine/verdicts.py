@@ -7,7 +7,7 @@ An entry with count 0 has no mean: both count it as ``ḡᵢ = 0``. Their differ
 
     plain - counted = Σᵢ (cᵢ - nᵢ/N)·ḡᵢ
 
-is computed here exactly (``fractions.Fraction``) from the inputs as written (each float read as
+is computed here exactly, in integers, from the inputs as written (each float read as
 its shortest decimal, ``decimals``: 3.7 is 37/10), so when the two are the same computation
 of those numbers it is exactly 0, and the condition that makes them agree is named.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, NamedTuple
 
-from app.engine.decimals import decimal_ratio, decimal_sum
+from app.engine.decimals import decimal_ratio
 
 # Why the two weightings agree (the first that holds, in this order) or why they differ.
 Reason = Literal[
@@ -40,23 +40,6 @@ AGREEING: tuple[Reason, ...] = (
 
 
 @dataclass(frozen=True, slots=True)
-class Exact:
-    """The two weighted means as exact fractions, with the inputs they came from."""
-
-    counts: tuple[float, ...]
-    means: tuple[float, ...]
-    plain_weights: tuple[Fraction, ...]
-    total: Fraction
-    counted: Fraction
-    plain: Fraction
-
-    @property
-    def difference(self) -> Fraction:
-        """``plain - counted``, exactly."""
-        return self.plain - self.counted
-
-
-@dataclass(frozen=True, slots=True)
 class Agreement:
     """The verdict on one comparison; ``difference`` is ``plain - counted`` rounded once.
 
@@ -72,27 +55,6 @@ class Agreement:
     counted: Fraction
 
 
-def exact_means(
-    counts: Sequence[float], means: Sequence[float], plain_weights: Sequence[Fraction]
-) -> Exact:
-    """Both weighted means of ``means`` exactly; an entry with count 0 has mean 0.
-
-    ``counts`` are non-negative with a positive sum; ``plain_weights`` sum to 1.
-    """
-    n = tuple(float(x) for x in counts)
-    m = tuple(float(y) if x else 0.0 for x, y in zip(n, means, strict=True))
-    n_ratios = [decimal_ratio(x) for x in n]
-    m_ratios = [decimal_ratio(y) for y in m]
-    total = decimal_sum(n_ratios)
-    products = ((a * c, b * d) for (a, b), (c, d) in zip(n_ratios, m_ratios, strict=True))
-    counted = decimal_sum(products) / total
-    groups: dict[Fraction, list[tuple[int, int]]] = {}
-    for weight, ratio in zip(plain_weights, m_ratios, strict=True):
-        groups.setdefault(weight, []).append(ratio)
-    plain = sum((weight * decimal_sum(group) for weight, group in groups.items()), Fraction(0))
-    return Exact(n, m, tuple(plain_weights), total, counted, plain)
-
-
 def rounded(value: Fraction) -> float:
     """The nearest float; beyond the float range ±inf (the caller's finiteness check refuses it)."""
     try:
@@ -101,55 +63,24 @@ def rounded(value: Fraction) -> float:
         return math.inf if value > 0 else -math.inf
 
 
-def decide(exact: Exact) -> Agreement:
-    """Name the first condition that makes the two means equal, or why they differ."""
-    empty = tuple(i for i, n in enumerate(exact.counts) if n == 0)
-    occupied = [m for n, m in zip(exact.counts, exact.means, strict=True) if n]
-    reason: Reason
-    if len(exact.counts) == 1:
-        reason = "one entry"
-    elif _proportional(exact):
-        reason = "proportional counts"
-    elif not empty and len(set(occupied)) == 1:
-        reason = "equal means"
-    elif empty and not any(occupied):
-        reason = "zero means"
-    elif exact.difference == 0:
-        reason = "coincidence"
-    elif empty and _only_empties(exact, empty):
-        reason = "empty entries"
-    else:
-        reason = "unequal counts"
-    return Agreement(
-        agree=reason in AGREEING,
-        reason=reason,
-        difference=rounded(exact.difference),
-        empty=empty,
-        plain=exact.plain,
-        counted=exact.counted,
-    )
-
-
-# ---- the plain rank mean (every weight 1/P), in integers -------------------------------------
 # Every input as written is an integer over a power of ten (``decimal_ratio``): sums of them are
-# exact as plain integers over the largest denominator. The lab asks for this comparison on every
-# request, and plain integers spare it Fraction's gcd at every step; ``exact_means`` and ``decide``
-# stay the reference (and serve any other weights).
+# exact as plain integers over the largest denominator, which spares the lab's every request
+# Fraction's gcd at each step.
 
 Ratio = tuple[int, int]
 
 
-class RankMeans(NamedTuple):
-    """Both means of per-rank means, exactly, as unreduced ratios (denominators > 0); a named
-    tuple, built on every lab request at a fraction of a frozen dataclass's cost."""
+class WeightedMeans(NamedTuple):
+    """Both weighted means of the local means, exactly, as unreduced ratios (denominators > 0);
+    a named tuple, built on every lab request at a fraction of a frozen dataclass's cost."""
 
-    total: Ratio  # N = Σ nᵣ
-    counted: Ratio  # g = Σ nᵣ ḡᵣ / N
-    plain: Ratio  # (1/P) Σ ḡᵣ
+    total: Ratio  # N = Σ nᵢ
+    counted: Ratio  # g = Σ nᵢ ḡᵢ / N
+    plain: Ratio  # Σ cᵢ ḡᵢ
     difference: Ratio  # plain - counted
     agreement: Agreement
-    counts: tuple[Ratio, ...]  # each nᵣ as written
-    products: tuple[Ratio, ...]  # each nᵣ ḡᵣ as written
+    counts: tuple[Ratio, ...]  # each nᵢ as written
+    products: tuple[Ratio, ...]  # each nᵢ ḡᵢ as written
 
 
 def ratio_float(ratio: Ratio) -> float:
@@ -161,13 +92,18 @@ def ratio_float(ratio: Ratio) -> float:
         return math.inf if top > 0 else -math.inf
 
 
-def rank_means(counts: Sequence[float], means: Sequence[float]) -> RankMeans:
-    """``exact_means(counts, means, (1/P,) * P)`` and its ``decide``, in integers.
+def weighted_means(
+    counts: Sequence[float],
+    means: Sequence[float],
+    plain_weights: Sequence[Fraction] | None = None,
+) -> WeightedMeans:
+    """Both weighted means of ``means`` exactly, and which condition makes them agree or not.
 
-    ``counts`` are non-negative floats with a positive sum; ``means`` are 0 where the count is 0.
+    ``counts`` are non-negative floats with a positive sum; ``means`` are 0 where the count is 0;
+    ``plain_weights`` are the cᵢ, summing to 1 (None: ``1/P`` each, the plain rank mean).
     """
-    ranks = len(counts)
-    # One pass: Σ nᵣ = n_top / n_den, Σ ḡᵣ = m_top / m_den and Σ nᵣ ḡᵣ = p_top / (n_den · m_den)
+    entries = len(counts)
+    # One pass: Σ nᵢ = n_top / n_den, Σ ḡᵢ = m_top / m_den and Σ nᵢ ḡᵢ = p_top / (n_den · m_den)
     # over the largest denominators so far (powers of ten: the larger is a multiple of the
     # smaller, so the sums so far scale up exactly when a larger one comes).
     n_top = m_top = p_top = 0
@@ -200,23 +136,40 @@ def rank_means(counts: Sequence[float], means: Sequence[float]) -> RankMeans:
         p_top += a * b
     # counted = (p_top / (n_den · m_den)) / (n_top / n_den); plain = m_top / (P · m_den)
     counted = (p_top, m_den * n_top)
-    plain = (m_top, ranks * m_den)
-    difference = (m_top * counted[1] - counted[0] * plain[1], plain[1] * counted[1])
+    if plain_weights is None:
+        plain = (m_top, entries * m_den)
+    else:
+        weighted = sum(
+            (c * Fraction(*decimal_ratio(y)) for c, y in zip(plain_weights, means, strict=True)),
+            Fraction(0),
+        )
+        plain = (weighted.numerator, weighted.denominator)
+    difference = (plain[0] * counted[1] - counted[0] * plain[1], plain[1] * counted[1])
     empty = tuple(i for i, x in enumerate(counts) if x == 0) if 0.0 in counts else ()
+
+    def in_proportion(kept: Sequence[int]) -> bool:
+        """``nᵢ/N = cᵢ/Σc`` over the entries ``kept`` (equal weights: simply equal counts)."""
+        if plain_weights is None or len(set(plain_weights)) == 1:
+            return len({counts[i] for i in kept}) == 1
+        share = sum((plain_weights[i] for i in kept), Fraction(0))
+        total = Fraction(n_top, n_den)
+        return all(Fraction(*count_ratios[i]) * share == plain_weights[i] * total for i in kept)
+
     reason: Reason
-    if ranks == 1:
+    if entries == 1:
         reason = "one entry"
-    elif len(set(counts)) == 1:
+    elif in_proportion(range(entries)):
         reason = "proportional counts"
     else:
-        occupied = {m for x, m in zip(counts, means, strict=True) if x} if empty else set(means)
+        kept = [i for i, x in enumerate(counts) if x] if empty else range(entries)
+        occupied = {means[i] for i in kept}
         if not empty and len(occupied) == 1:
             reason = "equal means"
         elif empty and not any(occupied):
             reason = "zero means"
         elif difference[0] == 0:
             reason = "coincidence"
-        elif empty and (len({x for x in counts if x}) == 1 or len(occupied) == 1):
+        elif empty and (len(occupied) == 1 or in_proportion(kept)):
             reason = "empty entries"
         else:
             reason = "unequal counts"
@@ -228,34 +181,6 @@ def rank_means(counts: Sequence[float], means: Sequence[float]) -> RankMeans:
         plain=Fraction(*plain),
         counted=Fraction(*counted),
     )
-    return RankMeans(
+    return WeightedMeans(
         (n_top, n_den), counted, plain, difference, agreement, tuple(count_ratios), tuple(products)
     )
-
-
-def _proportional(exact: Exact) -> bool:
-    """``nᵢ/N = cᵢ`` for every entry; with equal weights, simply equal counts."""
-    if len(set(exact.plain_weights)) == 1:
-        return len(set(exact.counts)) == 1
-    return all(
-        _as_written(n) == c * exact.total
-        for n, c in zip(exact.counts, exact.plain_weights, strict=True)
-    )
-
-
-def _only_empties(exact: Exact, empty: tuple[int, ...]) -> bool:
-    """Without the empty entries (their plain weight spread over the rest) the two would agree."""
-    kept = [i for i in range(len(exact.counts)) if i not in empty]
-    share = sum((exact.plain_weights[i] for i in kept), Fraction(0))
-    return (
-        all(
-            _as_written(exact.counts[i]) * share == exact.plain_weights[i] * exact.total
-            for i in kept
-        )
-        or len({exact.means[i] for i in kept}) == 1
-    )
-
-
-def _as_written(count: float) -> Fraction:
-    """A count as the decimal it prints as: the value ``total`` sums, not the binary float."""
-    return Fraction(*decimal_ratio(count))
