@@ -37,6 +37,13 @@ def _dense(track: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
     return dense
 
 
+def _meet(one: Box, other: Box) -> bool:
+    """Whether two label boxes overlap."""
+    return not (
+        one.x1 < other.x0 or other.x1 < one.x0 or one.bottom < other.top or other.bottom < one.top
+    )
+
+
 def _reference_place(
     text: str,
     guide_y: float,
@@ -57,7 +64,7 @@ def _reference_place(
     candidates += [Box(x0, x0 + width, TOP - 8) for x0 in (LEFT, RIGHT - width)]
     for box in candidates:
         crossed = any(box.top - 1 <= y <= box.bottom + 1 for y in guide_ys)
-        if crossed or any(box.meets(other) for other in placed):
+        if crossed or any(_meet(box, other) for other in placed):
             continue
         if not any(box.holds(x, y) for x, y in points):
             return box

@@ -98,14 +98,6 @@ class Box(NamedTuple):
     def holds(self, x: float, y: float) -> bool:
         return self.x0 - 2 <= x <= self.x1 + 2 and self.top - 2 <= y <= self.bottom + 2
 
-    def meets(self, other: "Box") -> bool:
-        return not (
-            self.x1 < other.x0
-            or other.x1 < self.x0
-            or self.bottom < other.top
-            or other.bottom < self.top
-        )
-
 
 # A curve is tested at its start and, along each segment, at points evenly spaced no further
 # apart (in x) than this, the last at (about) the segment's end: for t = 1 … parts,

@@ -84,10 +84,6 @@ def let_student_in(request: Request, response: Response, code: str, token: str) 
     _set(request, response, student_cookie(code), token, STUDENT_SALT, f"{_root(request)}/")
 
 
-def forget_student(request: Request, response: Response, code: str) -> None:
-    response.delete_cookie(student_cookie(code), path=f"{_root(request)}/")
-
-
 def stable_key(token: str) -> str:
     """A student's key for fair queues: stable, and not their token (which is a credential)."""
     return "student-" + hashlib.sha256(token.encode()).hexdigest()[:16]
