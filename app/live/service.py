@@ -99,14 +99,11 @@ class LiveService:
             roster = await store.roster(session, class_id)
         lesson = self.lesson_of(live)
         answers: dict[int, dict[str, tuple[int, bool]]] = {}
-        for answer in roster.answers:
-            answers.setdefault(answer.participant_id, {})[answer.question] = (
-                answer.choice,
-                answer.correct,
-            )
+        for participant_id, question, choice, correct in roster.answers:
+            answers.setdefault(participant_id, {})[question] = (choice, correct)
         students = tuple(
-            Student(p.id, p.nickname, p.shared_query, answers.get(p.id, {}))
-            for p in roster.participants
+            Student(who, nickname, shared, answers.get(who, {}))
+            for who, nickname, shared in roster.participants
         )
         return Snapshot(
             id=live.id,

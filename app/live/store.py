@@ -213,24 +213,25 @@ async def answer_of(session: AsyncSession, participant_id: int, question: str) -
 
 @dataclass(frozen=True, slots=True)
 class Roster:
-    """Every student of a class with their answers: what a snapshot is built from."""
+    """Every student of a class with their answers: what a snapshot is built from, as plain rows
+    (a snapshot is read on every change of a class of hundreds; ORM objects would cost 5x)."""
 
-    participants: tuple[Participant, ...]
-    answers: tuple[Answer, ...]
+    participants: Sequence[tuple[int, str, str]]  # id, nickname, shared_query; by joining
+    answers: Sequence[tuple[int, str, int, bool]]  # participant_id, question, choice, correct
 
 
 async def roster(session: AsyncSession, class_id: int) -> Roster:
-    participants = (
-        await session.execute(
-            select(Participant)
-            .where(Participant.class_id == class_id)
-            .order_by(Participant.joined_at, Participant.id)
-        )
-    ).scalars()
-    answers = (
-        await session.execute(select(Answer).where(Answer.class_id == class_id).order_by(Answer.id))
-    ).scalars()
-    return Roster(tuple(participants), tuple(answers))
+    participants = await session.execute(
+        select(Participant.id, Participant.nickname, Participant.shared_query)
+        .where(Participant.class_id == class_id)
+        .order_by(Participant.joined_at, Participant.id)
+    )
+    answers = await session.execute(
+        select(Answer.participant_id, Answer.question, Answer.choice, Answer.correct)
+        .where(Answer.class_id == class_id)
+        .order_by(Answer.id)
+    )
+    return Roster(participants.all(), answers.all())
 
 
 async def export_rows(session: AsyncSession, class_id: int) -> Sequence[tuple[str, Answer]]:
