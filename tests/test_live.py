@@ -3,6 +3,7 @@ real SQLite file in a temporary data folder: joins, host-only pages, cross-site 
 question's life (ask, answer, pause, reveal), export, retention and a restart."""
 
 import asyncio
+import contextlib
 import csv
 import io
 import sqlite3
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 
 from app.lesson.loader import load_lesson
 from app.lesson.quiz import Question
@@ -627,3 +629,26 @@ def test_a_students_requests_carry_their_key(app_client: TestClient) -> None:
     assert forged is None
     assert none is None
     assert key != stable_key("another-token")
+
+
+def test_a_feed_reads_the_class_while_every_request_connection_is_taken(
+    app_client: TestClient,
+) -> None:
+    # 500 answers at once hold every connection of the requests' pool; the read that every
+    # stream of the class waits on (its feed's snapshot) must not queue behind them.
+    code = start_class(app_client)
+    service = app_client.app.state.live  # type: ignore[attr-defined]
+
+    async def run() -> None:
+        live = await service.find(code)
+        async with contextlib.AsyncExitStack() as held:
+            for _ in range(5 + 10):  # the requests' pool: 5 kept, 10 more at a peak
+                session = await held.enter_async_context(service.db.session())
+                await session.execute(text("SELECT 1"))
+            with pytest.raises(TimeoutError):  # a request's read now waits for a connection
+                await asyncio.wait_for(service.snapshot(live.id), 1)
+            snapshot = await asyncio.wait_for(service.snapshot(live.id, for_feed=True), 5)
+            assert snapshot is not None
+            assert snapshot.code == code
+
+    app_client.portal.call(run)

@@ -93,7 +93,7 @@ class PollingBroker:
             if not watched:
                 continue
             try:
-                async with self.store.session() as session:
+                async with self.store.feed_session() as session:
                     current = await versions(session, watched)
             except Exception:  # a locked or restarting database: the next poll tries again
                 log.exception("live class broker: polling the versions failed")

@@ -53,7 +53,7 @@ class Feed:
         attempt = 0
         while True:
             try:
-                return await self.service.snapshot(self.class_id)
+                return await self.service.snapshot(self.class_id, for_feed=True)
             except Exception as error:
                 if not unreachable(error):
                     raise

@@ -15,7 +15,7 @@ from app.live.events import Feeds
 from app.live.migrate import revision, upgrade
 from app.live.redis_broker import RedisBroker
 from app.live.service import LiveService
-from app.live.store import Store, database_url, make_engine, purge
+from app.live.store import Store, database_url, purge
 from app.settings import Settings
 
 log = logging.getLogger("atlas")
@@ -24,7 +24,7 @@ T = TypeVar("T")
 
 
 def open_store(settings: Settings) -> Store:
-    return Store(make_engine(database_url(settings.database_url, settings.data_dir)))
+    return Store(database_url(settings.database_url, settings.data_dir))
 
 
 async def _purge(service: LiveService, settings: Settings) -> None:

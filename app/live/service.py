@@ -90,9 +90,10 @@ class LiveService:
             raise LiveError(404, f"There is no class with the code {code}.", "code")
         return live
 
-    async def snapshot(self, class_id: int) -> Snapshot | None:
-        """The class as its pages show it now; None once it is deleted."""
-        async with self.db.session() as session:
+    async def snapshot(self, class_id: int, *, for_feed: bool = False) -> Snapshot | None:
+        """The class as its pages show it now; None once it is deleted. ``for_feed``: read for
+        all of a worker's streams, on the store's connections kept for that."""
+        async with self.db.feed_session() if for_feed else self.db.session() as session:
             live = await session.get(LiveClass, class_id)
             if live is None:
                 return None

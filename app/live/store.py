@@ -122,30 +122,47 @@ def _sqlite_pragmas(connection: DBAPIConnection, _record: ConnectionPoolEntry) -
     cursor.close()
 
 
-def make_engine(url: str) -> AsyncEngine:
-    """An async engine; for SQLite with the pragmas above and a long busy wait (several workers
-    write one file: a writer waits its turn rather than failing)."""
+def make_engine(url: str, pool_size: int = 5, max_overflow: int = 10) -> AsyncEngine:
+    """An async engine keeping ``pool_size`` connections, up to ``max_overflow`` more at a peak
+    (SQLAlchemy's defaults); for SQLite with the pragmas above and a long busy wait (several
+    workers write one file: a writer waits its turn rather than failing)."""
+    pool = {"pool_size": pool_size, "max_overflow": max_overflow}
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": 30})
+        engine = create_async_engine(url, connect_args={"timeout": 30}, **pool)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(url, pool_pre_ping=True, connect_args=connect_args(url))
+    return create_async_engine(url, pool_pre_ping=True, connect_args=connect_args(url), **pool)
 
 
 class Store:
-    """The engine and its sessions: one session per operation, committed or rolled back whole."""
+    """The engine and its sessions: one session per operation, committed or rolled back whole.
 
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
-        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+    The reads that every open stream of a class waits on (its feed's snapshot, the broker's
+    version poll) go through connections of their own: behind a burst of student requests
+    queueing for the main pool (500 answers at once) they waited seconds, and with them every
+    dashboard and student page.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.engine = make_engine(url)
+        self.feed_engine = make_engine(url, pool_size=2, max_overflow=2)
+        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._feed_sessions = async_sessionmaker(self.feed_engine, expire_on_commit=False)
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
         async with self._sessions() as session, session.begin():
             yield session
 
+    @asynccontextmanager
+    async def feed_session(self) -> AsyncIterator[AsyncSession]:
+        """A session for the streams' shared reads, on the connections kept for them."""
+        async with self._feed_sessions() as session, session.begin():
+            yield session
+
     async def close(self) -> None:
         await self.engine.dispose()
+        await self.feed_engine.dispose()
 
 
 # ---- queries ------------------------------------------------------------------------------
