@@ -9,6 +9,7 @@ of a class, Redis stopped and restarted, PostgreSQL stopped and started again.
 import csv
 import io
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,11 +23,13 @@ import httpx
 import pytest
 
 from app.lesson.quiz import Question
+from bench._servers import free_port
 from tests.conftest import ROOT, LiveServer, start_server, stop_server
-from tests.servers import Postgres, Redis
+from tests.servers import Postgres, Redis, require
 from tests.test_live import questions, wrong
 
 KEY = "test-replicas-key"
+DEPLOY = ROOT / "deploy"
 pytestmark = pytest.mark.slow
 
 
@@ -352,3 +355,91 @@ def test_postgresql_without_a_secret_key_refuses_to_start(postgres_url: str) -> 
     assert done.returncode != 0
     assert "python -m app: refusing to start: ATLAS_DATABASE_URL names PostgreSQL" in done.stderr
     assert "set ATLAS_SECRET_KEY, the same on every replica" in done.stderr
+
+
+def proxy_config(tmp: Path, port: int, replica_ports: list[int]) -> str:
+    """deploy/nginx.conf as compose runs it, on loopback: the compose services' names (found by
+    Docker's resolver) become the replicas' ports, and nginx's files go to ``tmp``."""
+    text = (DEPLOY / "nginx.conf").read_text()
+    servers = " ".join(f"server 127.0.0.1:{p};" for p in replica_ports)
+    for compose_only, local in (
+        (re.compile(r"^\s*resolver [^;]*;", re.M), ""),
+        (re.compile(r"server app:8000 resolve;"), servers),
+        (re.compile(r"server confirm:8000 resolve;"), f"server 127.0.0.1:{replica_ports[0]};"),
+        (re.compile(r"listen 80;"), f"listen 127.0.0.1:{port};"),
+        (re.compile(r"access_log [^;]*;"), "access_log off;"),
+        (re.compile(r"error_log [^;]*;"), f"error_log {tmp}/error.log warn;"),
+    ):
+        text, found = compose_only.subn(local, text)
+        assert found == 1, compose_only.pattern  # the file still reads as this test expects
+    files = f"client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy;"
+    text = re.sub(r"^http \{", "http {\n" + files, text, count=1, flags=re.M)
+    return f"daemon off;\nuser root;\npid {tmp}/nginx.pid;\n{text}"
+
+
+@pytest.fixture
+def proxy(tmp_path: Path, replicas: list[LiveServer]) -> Iterator[LiveServer]:
+    """Real nginx with deploy/nginx.conf in front of the two replicas."""
+    found = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
+    nginx = require(Path(found) if found else None, "no nginx (apt-get install -y nginx)")
+    port = free_port()
+    folder = tmp_path / "nginx"
+    folder.mkdir()
+    conf = folder / "nginx.conf"
+    replica_ports = [int(server.url.rsplit(":", 1)[1]) for server in replicas]
+    conf.write_text(proxy_config(folder, port, replica_ports))
+    process = subprocess.Popen([str(nginx), "-c", str(conf), "-p", str(folder)])
+    front = LiveServer(url=f"http://127.0.0.1:{port}", process=process, env={})
+    try:
+        wait_until(lambda: _answers(f"{front.url}/healthz"), 10)
+        yield front
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def test_a_class_through_the_compose_proxy_streams_live_and_outlives_a_replica(
+    proxy: LiveServer, replicas: list[LiveServer]
+) -> None:
+    """deploy/nginx.conf for real: the class's streams pass through unbuffered, every request
+    reaches a replica, and when one replica is killed the students go on through the proxy with
+    no error (nginx sends them to the other)."""
+    q1, q2 = questions()[:2]
+    host = Browser()
+    code = start_class(host, proxy, q1)
+    students = [join(proxy, code, f"S{n}") for n in range(8)]
+    pupil = Events(f"{proxy.url}/class/{code}/events", students[0].client.cookies)
+    dashboard = Events(f"{proxy.url}/class/{code}/events?view=host", host.client.cookies)
+    try:
+        dashboard.wait_for(answered(0), timeout=10)
+        assert pupil.status == 200
+        for student in students:
+            answer(student, proxy, code, q1, q1.answer_number)
+        dashboard.wait_for(answered(8), timeout=5)
+        # A change reaches a student's open stream through the proxy within seconds.
+        assert host.post(proxy, f"/class/{code}/ask", question=q2.id).status_code < 400
+        pupil.wait_for(lambda html: f'value="{q2.id}"' in html, timeout=5)
+    finally:
+        pupil.close()
+        dashboard.close()
+
+    replicas[0].process.send_signal(signal.SIGKILL)
+    replicas[0].process.wait(timeout=10)
+    for student in students:
+        answer(student, proxy, code, q2, q2.answer_number)
+    dashboard = Events(f"{proxy.url}/class/{code}/events?view=host", host.client.cookies)
+    try:
+        dashboard.wait_for(answered(8), timeout=10)
+    finally:
+        dashboard.close()
+    rows = export(host, proxy, code)
+    assert sorted((row["nickname"], row["question"]) for row in rows) == sorted(
+        (f"S{n}", q.id) for n in range(8) for q in (q1, q2)
+    )
