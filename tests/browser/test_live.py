@@ -187,6 +187,29 @@ def test_a_student_reconnects_after_the_server_restarts(
     assert stayed_open(student)
 
 
+def test_an_answer_sent_from_a_page_behind_the_class_is_told_why_it_was_refused(
+    isolated: Any, classroom: Classroom
+) -> None:
+    # A page whose stream lags (here: none at all) still shows the form after the instructor
+    # paused; its answer is refused (409), and the student must see why, not a dead button.
+    first = questions()[0]
+    host = isolated(viewport=DESKTOP)
+    code = start_class(host, classroom.url)
+    ask(host, first.id)
+    student = isolated(viewport=PHONE)
+    student.route("**/events*", lambda route: route.abort())
+    join(student, classroom.url, code, "Ada")
+    expect(student.locator("#class-question input[name=question]")).to_have_value(first.id)
+    host.get_by_role("button", name="Pause answering").click()
+    expect(host.locator(".live-state")).to_contain_text("paused", timeout=LIVE_S)
+
+    student.locator(f"#class-question input[name=choice][value='{first.answer_number}']").check()
+    student.get_by_role("button", name="Send my answer").click()
+    refusal = student.locator("#class-question .live-error")
+    expect(refusal).to_contain_text("paused answering", timeout=LIVE_S)
+    assert stayed_open(student)  # shown in place by htmx, not by a reload
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_class_pages_have_no_serious_accessibility_problems(
     isolated: Any, classroom: Classroom, scheme: str
