@@ -326,7 +326,7 @@ def test_200_slow_readers_hold_little_and_do_not_delay_healthz(guarded: Server) 
             held.append(sock)
         # Each has its first answer waiting unread (first requests are answered as any fresh
         # one: 200 at once are a moment's work); the pipelined rest wait their turn behind
-        # anyone else's, one a turn of the event loop.
+        # anyone else's, one every few milliseconds.
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not all(unread_bytes(sock) for sock in held):
             time.sleep(0.1)
@@ -342,7 +342,7 @@ def test_200_slow_readers_hold_little_and_do_not_delay_healthz(guarded: Server) 
                 assert client.get(path).status_code == 200
                 assert time.monotonic() - started < 1.0, path
         # Every one is dropped once its answers have waited the write timeout (their pipelined
-        # requests are answered one a turn of the event loop, so the last stall comes late).
+        # requests are answered one every few milliseconds, so the last stall comes late).
         deadline = time.monotonic() + WRITE_TIMEOUT_S + 30
         while open_fds(pid) > fds_before + 2 and time.monotonic() < deadline:
             time.sleep(0.5)

@@ -24,10 +24,10 @@ never reads holds a socket (and the answer's memory) until the server runs out o
   deadlines). A connection whose app is working, or writing to a client that reads (a live
   stream), is never chosen; if every connection is such, the new one gets 503. There is no
   per-address cap: a class behind one school address is many clients, not one;
-* **pipelined requests wait their turn**: one is started per turn of the event loop across the
-  worker, and none while the previous answer waits for its reader, so a client that pipelines
-  many requests and reads slowly (or never) costs the others at most one answer's work between
-  any two of their steps;
+* **pipelined requests wait their turn**: one is started every ``PIPELINE_GAP_S`` (5 ms) across
+  the worker, and none while the previous answer waits for its reader, so clients that pipeline
+  many requests and read slowly (or never) take at most about half of the worker, and every
+  other request goes on between their answers;
 * **hang-ups** are a normal event: a client that leaves with answers unsent (pipelined ones
   too) makes one debug line; its answers are dropped unwritten, never a traceback.
 
@@ -52,6 +52,10 @@ from app.settings import get_settings
 # Each socket's kernel send buffer (Linux doubles it for its own bookkeeping): an unread answer
 # holds at most this in the kernel, instead of the megabytes autotuning grants on a fast link.
 SEND_BUFFER_BYTES = 65_536
+# Pipelined requests start one at a time this far apart (per worker): a client that pipelines
+# many and never reads them takes at most about half of the worker (a lesson page is a few
+# milliseconds of work), and every other request goes on between them.
+PIPELINE_GAP_S = 0.005
 
 
 def raw_response(status: str, message: str) -> bytes:
@@ -384,7 +388,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             return
         self._pipelined.append(self)
         if len(self._pipelined) == 1:
-            self.loop.call_soon(self._start_next_pipelined, self.loop)
+            self.loop.call_later(PIPELINE_GAP_S, self._start_next_pipelined, self.loop)
 
     @classmethod
     def _start_next_pipelined(cls, loop: asyncio.AbstractEventLoop) -> None:
@@ -395,7 +399,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
                 protocol._running = deferred[0]
                 HttpToolsProtocol._start_asgi_task(protocol, *deferred)
         if cls._pipelined:
-            loop.call_soon(cls._start_next_pipelined, loop)
+            loop.call_later(PIPELINE_GAP_S, cls._start_next_pipelined, loop)
 
     def on_response_complete(self) -> None:
         self._answering = True  # a pipelined request started from here is queued
