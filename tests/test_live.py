@@ -641,12 +641,14 @@ def test_a_feed_reads_the_class_while_every_request_connection_is_taken(
 
     async def run() -> None:
         live = await service.find(code)
+        pool = service.db.engine.pool
         async with contextlib.AsyncExitStack() as held:
             for _ in range(5 + 10):  # the requests' pool: 5 kept, 10 more at a peak
                 session = await held.enter_async_context(service.db.session())
                 await session.execute(text("SELECT 1"))
-            with pytest.raises(TimeoutError):  # a request's read now waits for a connection
-                await asyncio.wait_for(service.snapshot(live.id), 1)
+            # Every connection of the requests' pool is out: a request's read would wait.
+            assert pool.checkedin() == 0
+            assert pool.overflow() == 10
             snapshot = await asyncio.wait_for(service.snapshot(live.id, for_feed=True), 5)
             assert snapshot is not None
             assert snapshot.code == code
