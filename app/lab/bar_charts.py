@@ -90,7 +90,6 @@ class Column:
     ``room`` is the distance from a bar's value to its neighbour's: a wider value is left out.
     """
 
-    offset: float
     width: float
     room: float
     xs: tuple[float, ...]
@@ -105,7 +104,6 @@ class Column:
         band = (RIGHT - LEFT) / ranks
         xs = tuple(LEFT + band * (r + offset) for r in range(ranks))
         return cls(
-            offset=offset,
             width=band * width,
             room=band * room,
             xs=xs,

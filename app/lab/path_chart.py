@@ -22,6 +22,7 @@ from app.lab.axes import (
     coordinate,
     nice_range,
     range_ticks,
+    value_y,
 )
 from app.lab.numbers import minus_signs
 from app.lab.worked import PathWords, path_words
@@ -218,29 +219,16 @@ def place_label(
 
 
 @lru_cache(maxsize=16)
-def _step_axis(steps: int) -> tuple[tuple[float, ...], tuple[str, ...], str]:
-    """Each step's x and its text, and both curves' ``points`` with ``%.2f`` for each step's y
-    and a space after it, the curves apart by a line break: the same for every run of
-    ``steps`` steps (geometry, not a result)."""
+def _step_axis(steps: int) -> tuple[tuple[float, ...], tuple[str, ...]]:
+    """Each step's x and its text: the same for every run of ``steps`` steps (geometry, not a
+    result)."""
     xs = tuple(_x_step(k, steps) for k in range(steps + 1))
-    texts = tuple(coordinate(x) for x in xs)
-    curve = "".join(f"{x},%.2f " for x in texts)
-    return xs, texts, f"{curve}\n{curve}"
+    return xs, tuple(coordinate(x) for x in xs)
 
 
-# Each y is formatted: all of a chart's in one call is quicker in the running app than reading
-# texts from a table of every hundredth (some 17,600 strings, out of the processor's caches again
-# by the next request).
-
-
-def _points(template: str, ys: list[float]) -> list[str]:
-    """Both curves' ``points`` (each step's x and ``coordinate`` of its y) from
-    ``_step_axis``'s ``%.2f`` template and both curves' ys: one formatting call, then
-    coordinate's zeros dropped. Only a y's text is followed by a space, so "0 " is its last
-    decimal 0: drop it, and then a "." left bare ("12.00" → "12.0" → "12"; "12.50" → "12.5";
-    "100.00" → "100")."""
-    text = (template % tuple(ys)).replace("0 ", " ").replace(".0 ", " ")
-    return text[:-1].split(" \n")
+def _points(x_texts: Sequence[str], ys: Sequence[float]) -> str:
+    """A curve's SVG ``points``: each step's x and the ``coordinate`` of its y."""
+    return " ".join(f"{x},{coordinate(y)}" for x, y in zip(x_texts, ys, strict=True))
 
 
 GUIDE_FROM, GUIDE_TO = coordinate(LEFT), coordinate(RIGHT)
@@ -269,10 +257,9 @@ def trajectory_chart(path: Trajectory, words: PathWords | None = None) -> LineCh
         path.fixed_point_rank_mean,
     )
     low, high, step = nice_range(min(values), max(values))
-    span = high - low or 1.0
-    height = BOTTOM - TOP
-    ys = [BOTTOM - (value - low) / span * height for value in values]  # value_y of each value
-    points_global, points_rank_mean = _points(_step_axis(path.steps)[2], ys[: 2 * n])
+    ys = [value_y(value, low, high) for value in values]
+    x_texts = _step_axis(path.steps)[1]
+    points_global, points_rank_mean = _points(x_texts, ys[:n]), _points(x_texts, ys[n : 2 * n])
     lines = (
         Line(points_global, "global", "global item mean"),
         Line(points_rank_mean, "rank-mean", "plain rank mean"),
