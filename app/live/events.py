@@ -98,14 +98,18 @@ class Feeds:
     @contextlib.asynccontextmanager
     async def follow(self, class_id: int) -> AsyncIterator[Feed]:
         feed = self.feeds.get(class_id)
+        fresh = feed is None
         if feed is None:
             feed = self.feeds[class_id] = Feed(self.service, class_id)
-            feed.holders += 1
-            await feed.start()
-        else:
-            feed.holders += 1
-            await feed._ready.wait()
+        feed.holders += 1
         try:
+            if fresh:
+                await feed.start()  # its first snapshot is read now
+            else:
+                await feed._ready.wait()
+                # A stream (re)connecting starts from the database, not from what this feed last
+                # read: a change whose word never came (a replica killed before publishing) heals.
+                await feed.confirm()
             yield feed
         finally:
             feed.holders -= 1

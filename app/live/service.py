@@ -144,7 +144,8 @@ class LiveService:
                     if open_start and await store.count_classes(session) >= self.class_limit:
                         raise LiveError(
                             429,
-                            f"This server already keeps {self.class_limit} classes, its limit"
+                            f"This server already keeps {self.class_limit}"
+                            f" {'class' if self.class_limit == 1 else 'classes'}, its limit"
                             " while starting one needs no password. Delete a finished class,"
                             " or set ATLAS_INSTRUCTOR_PASSWORD to lift the limit.",
                         )
@@ -303,6 +304,8 @@ class LiveService:
                 break
             except IntegrityError:  # two answers of one student at once: the second updates
                 continue
+        else:
+            raise LiveError(503, "Your answer could not be stored just now; send it again.")
         self.broker.publish(live.id)
         return question.id, chosen
 

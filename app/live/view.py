@@ -196,7 +196,7 @@ def student_view(snapshot: Snapshot, student: Student) -> StudentView:
     elif snapshot.phase == "paused":
         note = "The instructor has paused answering."
     elif given:
-        note = f"Your answer: option {given[0]}. You may change it until the answer is revealed."
+        note = f"Your answer: option {given[0]}. You may change it while answering is open."
     else:
         note = "Choose one answer."
     return StudentView(
