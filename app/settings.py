@@ -16,241 +16,111 @@ from app import PROJECT_DIR
 DEFAULT_RUNTIME_DIR = Path(tempfile.gettempdir()) / (
     f"atlas-confirm-{os.getuid()}-{hashlib.sha256(bytes(PROJECT_DIR)).hexdigest()[:10]}"
 )
-DEFAULT_DATA_DIR = PROJECT_DIR / "data"
 DEFAULT_LESSON = PROJECT_DIR / "lesson_data" / "atlas-lesson-distributed-gradient-weighting.json"
 
 
 class Settings(BaseSettings):
     """Every knob of the app; each field is documented in the README's settings table."""
 
-    model_config = SettingsConfigDict(env_prefix="ATLAS_", extra="ignore")
-
-    lesson_path: Path = Field(
-        default=DEFAULT_LESSON,
-        description=(
-            "The published Atlas lesson record (JSON) to serve at /, or a folder of records"
-            " (a course: the index at /, each lesson at /learn/<slug>/)."
-        ),
-    )
-    templates_dir: Path = Field(
-        default=PROJECT_DIR / "templates",
-        description="Jinja2 templates folder.",
-    )
-    static_dir: Path = Field(
-        default=PROJECT_DIR / "static",
-        description="Static assets folder (CSS, vendored htmx and math font).",
-    )
-    secret_key: str = Field(
-        default="",
-        description=(
-            "Key that signs the quiz-score cookie and the live class's cookies. Empty: a random"
-            " key is made once and kept in the data folder (secret-key, mode 0600), so every"
-            " worker and every restart on that folder shares it. Set your own to share it"
-            " across hosts."
-        ),
-    )
-    trusted_hosts: Annotated[list[str], NoDecode] = Field(
-        default=["*"],
-        description=(
-            "Host headers the server answers, comma-separated (e.g. 'lab.example.org,localhost');"
-            " '*' answers any. Others get 400 before anything else runs."
-        ),
-    )
-    max_url_bytes: int = Field(
-        default=16_384,
-        ge=256,
-        description="Longest path plus query string accepted, in bytes; longer gets 414.",
-    )
-    max_body_bytes: int = Field(
-        default=1_048_576,
-        ge=1_024,
-        description="Largest request body accepted, in bytes; larger gets 413 before it is parsed.",
-    )
-    body_timeout_s: float = Field(
-        default=10.0,
-        gt=0,
-        description=(
-            "Longest wait for the next part of a request body; a stalled upload gets 408. Also"
-            " the grace before ATLAS_MIN_UPLOAD_RATE applies. Needs `python -m app`."
-        ),
-    )
-    min_upload_rate: float = Field(
-        default=1_000.0,
-        gt=0,
-        description=(
-            "Slowest a request body may arrive, in bytes a second on average, after the first"
-            " ATLAS_BODY_TIMEOUT_S; slower gets 408. Needs `python -m app`."
-        ),
-    )
-    request_timeout_s: float = Field(
-        default=30.0,
-        gt=0,
-        description=(
-            "Longest time a request's head and body together may take to arrive, from its first"
-            " byte; then it gets 408. Needs `python -m app`."
-        ),
-    )
-    write_timeout_s: float = Field(
-        default=30.0,
-        gt=0,
-        description=(
-            "Longest time an answer may wait for its client to read it; then the connection is"
-            " dropped. Needs `python -m app`."
-        ),
-    )
-    header_timeout_s: float = Field(
-        default=10.0,
-        gt=0,
-        description=(
-            "Longest time a connection may take to send a request's headers (from connecting, or"
-            " from the end of the previous answer); then it is closed. Needs `python -m app`."
-        ),
-    )
-    max_header_bytes: int = Field(
-        default=65_536,
-        ge=4_096,
-        description=(
-            "Largest request head (request line and headers) in bytes; larger gets 431."
-            " Needs `python -m app`."
-        ),
-    )
-    max_connections: int = Field(
-        default=1_000,
-        ge=1,
-        description=(
-            "Open connections per worker. Past it the connection that has gone longest without"
-            " sending a byte or reading its answer is closed; one whose app is working or whose"
-            " client reads is never closed, and if all are such the new one gets 503."
-            " Needs `python -m app`."
-        ),
-    )
-    keep_alive_s: float = Field(
-        default=5.0,
-        gt=0,
-        description="How long an idle keep-alive connection stays open. Used by `python -m app`.",
-    )
-    opentelemetry: bool = Field(
-        default=False,
-        description=(
-            "FastAPI's own OpenTelemetry traces, metrics and logs, for an OpenTelemetry SDK"
-            " configured around the server. false: each request skips FastAPI's check for one."
-        ),
+    # A field's docstring is its description.
+    model_config = SettingsConfigDict(
+        env_prefix="ATLAS_", extra="ignore", use_attribute_docstrings=True
     )
 
-    confirm_enabled: bool = Field(
-        default=True,
-        description=(
-            "Run the real torch.distributed confirmation. false: /api/confirm answers 503 as if"
-            " torch were not installed, and no torch process starts."
-        ),
-    )
-    confirm_world_size: int = Field(
-        default=8,
-        ge=1,
-        le=8,
-        description=(
-            "Ranks in the warm gloo pool, the most a confirmation can use; also the number of"
-            " torch processes the whole server (all web workers) ever runs."
-        ),
-    )
-    confirm_queue_limit: int = Field(
-        default=16,
-        ge=0,
-        description="Confirmation requests that may wait behind the running one; more get 429.",
-    )
-    confirm_client_limit: int = Field(
-        default=2,
-        ge=1,
-        description=(
-            "Confirmations one client (a live class's participant, else its address) may have"
-            " waiting or running; more get 429. The queue serves clients in turn."
-        ),
-    )
-    confirm_pool_process: bool = Field(
-        default=False,
-        description=(
-            "Set by `python -m app` for its web workers: the pool runs in a process of its own"
-            " (`python -m app.confirm.host`) and every web worker forwards to it. false (plain"
-            " uvicorn): the web worker that takes the pool's lock runs the same owner inside."
-        ),
-    )
-    confirm_cache_size: int = Field(
-        default=64,
-        ge=0,
-        description="Finished confirmations kept to answer identical requests (0 turns it off).",
-    )
-    confirm_job_timeout_s: float = Field(
-        default=4.0,
-        gt=0,
-        description=(
-            "Deadline for one confirmation job in the pool; past it every rank is killed, the"
-            " pool rebuilt and the job retried once."
-        ),
-    )
-    confirm_group_timeout_s: float = Field(
-        default=3.0,
-        gt=0,
-        description="Timeout of each gloo process group: a collective waiting longer fails.",
-    )
-    confirm_start_timeout_s: float = Field(
-        default=60.0,
-        gt=0,
-        description="How long the pool may take to start (import torch, join, warm up).",
-    )
-    confirm_runtime_dir: Path = Field(
-        default=DEFAULT_RUNTIME_DIR,
-        description=(
-            "Folder for the pool's lock, socket and rendezvous file. Web workers that share it"
-            " share one pool; give separate deployments on one host separate folders."
-        ),
-    )
+    lesson_path: Path = DEFAULT_LESSON
+    """The published Atlas lesson record (JSON) to serve at /, or a folder of records (a course: the
+    index at /, each lesson at /learn/<slug>/)."""
+    templates_dir: Path = PROJECT_DIR / "templates"
+    """Jinja2 templates folder."""
+    static_dir: Path = PROJECT_DIR / "static"
+    """Static assets folder (CSS, vendored htmx and math font)."""
+    secret_key: str = ""
+    """Key that signs the quiz-score cookie and the live class's cookies. Empty: a random key is
+    made once and kept in the data folder (secret-key, mode 0600), so every worker and every restart
+    on that folder shares it. Set your own to share it across hosts."""
+    trusted_hosts: Annotated[list[str], NoDecode] = ["*"]
+    """Host headers the server answers, comma-separated (e.g. 'lab.example.org,localhost'); '*'
+    answers any. Others get 400 before anything else runs."""
+    max_url_bytes: int = Field(16_384, ge=256)
+    """Longest path plus query string accepted, in bytes; longer gets 414."""
+    max_body_bytes: int = Field(1_048_576, ge=1_024)
+    """Largest request body accepted, in bytes; larger gets 413 before it is parsed."""
+    body_timeout_s: float = Field(10.0, gt=0)
+    """Longest wait for the next part of a request body; a stalled upload gets 408. Also the grace
+    before ATLAS_MIN_UPLOAD_RATE applies. Needs `python -m app`."""
+    min_upload_rate: float = Field(1_000.0, gt=0)
+    """Slowest a request body may arrive, in bytes a second on average, after the first
+    ATLAS_BODY_TIMEOUT_S; slower gets 408. Needs `python -m app`."""
+    request_timeout_s: float = Field(30.0, gt=0)
+    """Longest time a request's head and body together may take to arrive, from its first byte; then
+    it gets 408. Needs `python -m app`."""
+    write_timeout_s: float = Field(30.0, gt=0)
+    """Longest time an answer may wait for its client to read it; then the connection is dropped.
+    Needs `python -m app`."""
+    header_timeout_s: float = Field(10.0, gt=0)
+    """Longest time a connection may take to send a request's headers (from connecting, or from the
+    end of the previous answer); then it is closed. Needs `python -m app`."""
+    max_header_bytes: int = Field(65_536, ge=4_096)
+    """Largest request head (request line and headers) in bytes; larger gets 431. Needs
+    `python -m app`."""
+    max_connections: int = Field(1_000, ge=1)
+    """Open connections per worker. Past it the connection that has gone longest without sending a
+    byte or reading its answer is closed; one whose app is working or whose client reads is never
+    closed, and if all are such the new one gets 503. Needs `python -m app`."""
+    keep_alive_s: float = Field(5.0, gt=0)
+    """How long an idle keep-alive connection stays open. Used by `python -m app`."""
+    opentelemetry: bool = False
+    """FastAPI's own OpenTelemetry traces, metrics and logs, for an OpenTelemetry SDK configured
+    around the server. false: each request skips FastAPI's check for one."""
 
-    data_dir: Path = Field(
-        default=DEFAULT_DATA_DIR,
-        description=(
-            "Folder kept across restarts: the live classes' database (SQLite) and the generated"
-            " signing key. The image declares /data a volume and sets this to it."
-        ),
-    )
-    database_url: str = Field(
-        default="",
-        description=(
-            "The live classes' database: 'postgresql://user:password@host:port/db' for several"
-            " replicas (needs ATLAS_SECRET_KEY), or another SQLAlchemy URL with an async driver."
-            " Empty: SQLite in the data folder (classes.sqlite3)."
-        ),
-    )
-    redis_url: str = Field(
-        default="",
-        description=(
-            "'redis://host:port/db': every change to a class is published there, and each"
-            " replica tells the streams it holds. Empty: the workers of one server find each"
-            " other's changes through the database."
-        ),
-    )
-    instructor_password: str = Field(
-        default="",
-        description=(
-            "Password asked for when starting a class. Empty: anyone who reaches the server may"
-            " start one (a laptop in a classroom), up to ATLAS_CLASS_LIMIT classes."
-        ),
-    )
-    class_limit: int = Field(
-        default=20,
-        ge=1,
-        description=(
-            "Classes kept at once when starting one needs no password; past it starting another"
-            " is refused (429) until one is deleted or expires."
-        ),
-    )
-    class_retention_days: float = Field(
-        default=30,
-        gt=0,
-        description=(
-            "Classes older than this many days are deleted with everything in them, when the"
-            " server starts, daily, and by `python -m app purge`."
-        ),
-    )
+    confirm_enabled: bool = True
+    """Run the real torch.distributed confirmation. false: /api/confirm answers 503 as if torch were
+    not installed, and no torch process starts."""
+    confirm_world_size: int = Field(8, ge=1, le=8)
+    """Ranks in the warm gloo pool, the most a confirmation can use; also the number of torch
+    processes the whole server (all web workers) ever runs."""
+    confirm_queue_limit: int = Field(16, ge=0)
+    """Confirmation requests that may wait behind the running one; more get 429."""
+    confirm_client_limit: int = Field(2, ge=1)
+    """Confirmations one client (a live class's participant, else its address) may have waiting or
+    running; more get 429. The queue serves clients in turn."""
+    confirm_pool_process: bool = False
+    """Set by `python -m app` for its web workers: the pool runs in a process of its own
+    (`python -m app.confirm.host`) and every web worker forwards to it. false (plain uvicorn): the
+    web worker that takes the pool's lock runs the same owner inside."""
+    confirm_cache_size: int = Field(64, ge=0)
+    """Finished confirmations kept to answer identical requests (0 turns it off)."""
+    confirm_job_timeout_s: float = Field(4.0, gt=0)
+    """Deadline for one confirmation job in the pool; past it every rank is killed, the pool rebuilt
+    and the job retried once."""
+    confirm_group_timeout_s: float = Field(3.0, gt=0)
+    """Timeout of each gloo process group: a collective waiting longer fails."""
+    confirm_start_timeout_s: float = Field(60.0, gt=0)
+    """How long the pool may take to start (import torch, join, warm up)."""
+    confirm_runtime_dir: Path = DEFAULT_RUNTIME_DIR
+    """Folder for the pool's lock, socket and rendezvous file. Web workers that share it share one
+    pool; give separate deployments on one host separate folders."""
+
+    data_dir: Path = PROJECT_DIR / "data"
+    """Folder kept across restarts: the live classes' database (SQLite) and the generated signing
+    key. The image declares /data a volume and sets this to it."""
+    database_url: str = ""
+    """The live classes' database: 'postgresql://user:password@host:port/db' for several replicas
+    (needs ATLAS_SECRET_KEY), or another SQLAlchemy URL with an async driver. Empty: SQLite in the
+    data folder (classes.sqlite3)."""
+    redis_url: str = ""
+    """'redis://host:port/db': every change to a class is published there, and each replica tells
+    the streams it holds. Empty: the workers of one server find each other's changes through the
+    database."""
+    instructor_password: str = ""
+    """Password asked for when starting a class. Empty: anyone who reaches the server may start one
+    (a laptop in a classroom), up to ATLAS_CLASS_LIMIT classes."""
+    class_limit: int = Field(20, ge=1)
+    """Classes kept at once when starting one needs no password; past it starting another is refused
+    (429) until one is deleted or expires."""
+    class_retention_days: float = Field(30, gt=0)
+    """Classes older than this many days are deleted with everything in them, when the server
+    starts, daily, and by `python -m app purge`."""
 
     @field_validator("trusted_hosts", mode="before")
     @classmethod
