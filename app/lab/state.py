@@ -54,42 +54,19 @@ MAX_ECHO_DEPTH = 8
 
 def _json_safe(value: Any, depth: int = 0) -> Any:
     """The raw body with non-finite floats as marker strings and over-deep nesting cut off."""
-    if type(value) is dict and depth + 1 < MAX_ECHO_DEPTH:
-        # A body (what a query or form gives): its scalars and lists of finite floats need no
-        # walk; anything else is walked as below.
-        safe = {}
-        for key, item in value.items():
-            kind = type(item)
-            if kind is float:
-                safe[key] = item if math.isfinite(item) else NON_FINITE_MARKERS[repr(item)]
-            elif (
-                kind is list
-                and FLOATS_ONLY.issuperset(map(type, item))
-                and math.isfinite(sum(item))
-            ):
-                safe[key] = item.copy()  # as ``_finite_floats`` below, without the call
-            elif not isinstance(item, float | list | dict):
-                safe[key] = item
-            else:
-                safe[key] = _json_safe(item, depth + 1)
-        return safe
-    if type(value) is list and depth < MAX_ECHO_DEPTH and _finite_floats(value):
-        return value.copy()
     if isinstance(value, float) and not math.isfinite(value):
         return NON_FINITE_MARKERS[repr(value)]
     if isinstance(value, list | dict) and depth >= MAX_ECHO_DEPTH:
         return "(nested too deeply)"
     if isinstance(value, list):
+        # A list of finite floats (what a query or form gives) has nothing to replace: any inf
+        # or NaN would make its sum inf or NaN.
+        if FLOATS_ONLY.issuperset(map(type, value)) and math.isfinite(sum(value)):
+            return value.copy()
         return [_json_safe(item, depth + 1) for item in value]
     if isinstance(value, dict):
         return {key: _json_safe(item, depth + 1) for key, item in value.items()}
     return value
-
-
-def _finite_floats(values: list[Any]) -> bool:
-    """A list of plain finite floats (most lists a query or form gives): nothing to replace.
-    Any inf or NaN would make the sum inf or NaN."""
-    return FLOATS_ONLY.issuperset(map(type, values)) and math.isfinite(sum(values))
 
 
 def _refuse_markers(value: Any) -> Any:
@@ -188,33 +165,23 @@ FORM_SCHEMAS: list[JsonValue] = [
 ]
 
 
-def _total_items(ranks: list[Any], depth: int) -> int | None:
-    """Items in per-rank lists nested ``depth`` deep (1: ranks of items, 2: ranks of microbatches);
-    None as soon as a limit is passed. Only lengths are read, never the items."""
-    total = 0
-    for rank in ranks:
-        if not isinstance(rank, list):
-            continue
-        if depth == 1:
-            total += len(rank)
-        else:
-            if len(rank) > MAX_MICROBATCHES:
-                return None
-            total += sum(len(batch) for batch in rank if isinstance(batch, list))
-        if total > MAX_ITEMS:
-            return None
-    return total
-
-
 def oversized(value: Any, depth: int) -> str | None:
     """Why a raw per-rank list is too large to look at, or None: more than MAX_RANKS ranks, or
     (``depth`` 1: ranks of items; 2: ranks of microbatches of items) more than MAX_ITEMS items
-    or MAX_MICROBATCHES microbatches on a rank."""
+    or MAX_MICROBATCHES microbatches on a rank. Only lengths are read, never the items."""
     if not isinstance(value, list):
         return None
     if len(value) > MAX_RANKS:
         return f"at most {MAX_RANKS} ranks (one entry per rank), got {len(value)}"
-    if depth and _total_items(value, depth) is None:
+    items = 0
+    for rank in value if depth else ():
+        if not isinstance(rank, list):
+            continue
+        if depth == 2 and len(rank) > MAX_MICROBATCHES:
+            items = MAX_ITEMS + 1
+            break
+        items += len(rank) if depth == 1 else sum(len(b) for b in rank if isinstance(b, list))
+    if items > MAX_ITEMS:
         batches = f" and {MAX_MICROBATCHES} microbatches per rank" if depth == 2 else ""
         return f"at most {MAX_ITEMS} items in all{batches}"
     return None
@@ -310,15 +277,6 @@ class GradientRequest(BaseModel):
         if not isinstance(data, dict):
             return data
         get = data.get
-        if (
-            get("counts") is not None
-            and get("means") is not None
-            and get("targets") is None
-            and get("microbatches") is None
-            and get("weights") is None
-            and get("steps") is None
-        ):
-            return data  # the means form with its companions only (every drag of the lab)
         given = [name for name in FORM_FIELDS if get(name) is not None]
         if len(given) != 1:
             got = ", ".join(given) if given else "none of them"
@@ -336,22 +294,18 @@ class GradientRequest(BaseModel):
 
     # Defined after _one_form so that it runs first (pydantic runs "before" model validators in
     # reverse order of definition). First the sizes of the raw lists, before anything walks,
-    # copies or validates their entries, so an oversized body costs microseconds (a len() per
-    # rank at most) and is refused naming its field; then the body cleaned for echoes, so every
-    # later error echoes the cleaned body.
+    # copies or validates their entries, so an oversized body is refused cheaply, naming its
+    # field; then the body cleaned for echoes, so every later error echoes the cleaned body.
     @model_validator(mode="before")
     @classmethod
     def _bounded_and_clean(cls, data: Any) -> Any:
         if isinstance(data, dict):
             for name, depth in BOUNDED_DEPTHS:
-                value = data.get(name)
-                # Only a list can be refused; a list of numbers (depth 0) only for its length.
-                if isinstance(value, list) and (depth or len(value) > MAX_RANKS):
-                    if name == "weights" and data.get("microbatches") is not None:
-                        depth = 2
-                    refused = oversized(value, depth)
-                    if refused is not None:
-                        raise _error(name, refused)
+                if name == "weights" and data.get("microbatches") is not None:
+                    depth = 2
+                refused = oversized(data.get(name), depth)
+                if refused is not None:
+                    raise _error(name, refused)
         return _json_safe(data)
 
     @field_validator("means")
@@ -361,22 +315,6 @@ class GradientRequest(BaseModel):
         if means is not None and counts is not None and len(means) != len(counts):
             raise _error("means", f"has {len(means)} entries but counts has {len(counts)}")
         return means
-
-    @field_validator("targets")
-    @classmethod
-    def _targets_limit(cls, targets: list[list[float]] | None) -> Any:
-        if targets is not None and sum(map(len, targets)) > MAX_ITEMS:
-            raise _error("targets", f"at most {MAX_ITEMS} items in all")
-        return targets
-
-    @field_validator("microbatches")
-    @classmethod
-    def _microbatches_limit(cls, microbatches: list[list[list[float]]] | None) -> Any:
-        if microbatches is not None:
-            items = sum(len(batch) for rank in microbatches for batch in rank)
-            if items > MAX_ITEMS:
-                raise _error("microbatches", f"at most {MAX_ITEMS} items in all")
-        return microbatches
 
     @field_validator("weights")
     @classmethod
