@@ -69,13 +69,13 @@ def migrate() -> None:
     print(f"migrated: {migrate_now(get_settings())}")
 
 
+COMMANDS = {"purge": purge, "migrate": migrate}
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] == ["purge"]:
-        purge()
-        return
-    if arguments[:1] == ["migrate"]:
-        migrate()
+    if arguments and arguments[0] in COMMANDS:
+        COMMANDS[arguments[0]]()
         return
     args = parse(arguments)
     settings = get_settings()

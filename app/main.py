@@ -40,22 +40,18 @@ from app.web.templating import AssetFiles, create_templates
 
 log = logging.getLogger("atlas")
 VERSION = "0.1.0"
-GZIP_LEVEL = 1  # zlib's fastest; see create_app: the CPU a class costs, not the bytes, runs out
-
-
-def _title(item: CourseLesson) -> str:
-    kind = "Atlas lab" if item.parts.any else "Atlas lesson"
-    return f"{kind}: {item.lesson.record.title}"
+# zlib's fastest level: on a classroom's network the CPU is scarcer than the bytes (a few hundred
+# more of the pane's 2.8 kB).
+GZIP_LEVEL = 1
 
 
 def _serve_lesson(app: FastAPI, course: ServedLessons, item: CourseLesson) -> None:
     """Give ``app`` its lesson: state for the routes, its title, and the routers it needs."""
     app.state.course = course
-    app.state.course_lesson = item
     app.state.lesson = item.lesson
     app.state.rendered_lesson = item.rendered
     app.state.lesson_parts = item.parts
-    app.title = _title(item)
+    app.title = f"{'Atlas lab' if item.parts.any else 'Atlas lesson'}: {item.lesson.record.title}"
     routers = [pages.router]
     if item.parts.any:
         routers.append(lab.router)
@@ -89,13 +85,6 @@ def _api_app(
     app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
     app.include_router(docs.router)
     return app
-
-
-def _lesson_app(
-    settings: Settings, templates: Jinja2Blocks, lifespan: Lifespan[FastAPI] | None = None
-) -> FastAPI:
-    """An app for one lesson, before :func:`_serve_lesson` gives it its lesson."""
-    return _api_app("Atlas lesson", settings, templates, lifespan)
 
 
 class _OwnAddress:
@@ -156,12 +145,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.course = course
         app.include_router(course_routes.router)
         for item in course.lessons:
-            lesson_app = _lesson_app(settings, templates)
+            lesson_app = _api_app("Atlas lesson", settings, templates, None)
             _serve_lesson(lesson_app, course, item)
             mounted.append(lesson_app)
             app.mount(f"/learn/{item.slug}", _OwnAddress(lesson_app))
     else:
-        app = _lesson_app(settings, templates, lifespan)
+        app = _api_app("Atlas lesson", settings, templates, lifespan)
         if course is not None:
             _serve_lesson(app, course, course.lessons[0])
     app.include_router(health.router)
@@ -170,9 +159,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(live_routes.router)
     for unreachable in database.HANDLED:
         app.add_exception_handler(unreachable, database.answer_unavailable)
-    # zlib's fastest level: on a classroom's network the CPU is scarcer than the bytes (a few
-    # hundred more of the pane's 2.8 kB). Server-Sent Events are never compressed (Starlette
-    # leaves text/event-stream alone), so the live class's stream is never held back.
+    # Server-Sent Events are never compressed (Starlette leaves text/event-stream alone), so the
+    # live class's stream is never held back.
     app.add_middleware(GZipMiddleware, minimum_size=500, compresslevel=GZIP_LEVEL)
     app.add_middleware(SameOriginMiddleware)
     app.add_middleware(ParticipantKey, secret_key=settings.secret_key)
