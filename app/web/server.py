@@ -3,38 +3,28 @@
 uvicorn parses a request's head itself, before the app sees anything, and by default waits for
 it, for its body and for its client to read the answer forever: a client that sends slowly or
 never reads holds a socket (and the answer's memory) until the server runs out of them.
-``GuardedHttpProtocol`` (httptools, as ``uvicorn --http auto`` picks) adds, per connection:
+``GuardedHttpProtocol`` (httptools, as ``uvicorn --http auto`` picks) adds, per connection (the
+settings are in the README's table; docs/deployment.md says what they withstand):
 
-* a **head timeout** (``ATLAS_HEADER_TIMEOUT_S``): from connecting, and again from the end of
-  each answer, the client has that long to complete a request's headers, or it is closed
-  (408 if it had started one);
-* a **head size limit** (``ATLAS_MAX_HEADER_BYTES``): once the request line plus headers pass
-  it, the connection gets 431 and is closed, before the rest is read;
-* **body deadlines**: a body that pauses for ``ATLAS_BODY_TIMEOUT_S``, or arrives slower than
-  ``ATLAS_MIN_UPLOAD_RATE`` bytes a second (after a first ``ATLAS_BODY_TIMEOUT_S`` of grace),
-  gets 408; and the whole request, head and body, must arrive within
-  ``ATLAS_REQUEST_TIMEOUT_S`` of its first byte. Time the server itself stops reading (a
-  pipelined request waiting its turn) is not counted against the client;
-* a **write timeout** (``ATLAS_WRITE_TIMEOUT_S``): an answer the client does not read (the
-  socket's buffer stays full, or an answer stays unsent) for that long is dropped. Each socket's
-  kernel send buffer is 64 KiB, so an unread answer costs little memory;
-* a **connection cap** (``ATLAS_MAX_CONNECTIONS``, per worker): past it, the connection that
-  has gone longest without sending a byte or taking any of its answer is closed to make room (a
-  request in progress gets 408; one that trickles fast enough to look alive is cut by its own
-  deadlines). A connection whose app is working, or writing to a client that reads (a live
-  stream), is never chosen; if every connection is such, the new one gets 503. There is no
-  per-address cap: a class behind one school address is many clients, not one;
-* **pipelined requests wait their turn**: one is started every ``PIPELINE_GAP_S`` (5 ms) across
-  the worker, and none while the previous answer waits for its reader, so clients that pipeline
-  many requests and read slowly (or never) take at most about half of the worker, and every
-  other request goes on between their answers;
-* **hang-ups** are a normal event: a client that leaves with answers unsent (pipelined ones
-  too) makes one debug line; its answers are dropped unwritten, never a traceback.
+* the **head**: complete within ``ATLAS_HEADER_TIMEOUT_S`` of connecting or of the previous
+  answer (else closed; 408 if a request had begun), at most ``ATLAS_MAX_HEADER_BYTES`` (431);
+* the **body**: 408 for a pause of ``ATLAS_BODY_TIMEOUT_S``, a rate under
+  ``ATLAS_MIN_UPLOAD_RATE`` after that grace, or a whole request over ``ATLAS_REQUEST_TIMEOUT_S``
+  from its first byte. Time the server itself stops reading (a pipelined request waiting its
+  turn) is not counted against the client;
+* an **unread answer** is dropped after ``ATLAS_WRITE_TIMEOUT_S``; meanwhile it holds at most
+  the socket's 64 KiB send buffer in the kernel;
+* a **connection cap** (``ATLAS_MAX_CONNECTIONS`` per worker): past it the connection that has
+  gone longest without sending a byte or taking any of its answer is closed, never one whose app
+  is working or whose client reads (a live stream); 503 if every one is such. No per-address cap:
+  a class behind one school address is many clients, not one;
+* **pipelined requests** start one every ``PIPELINE_GAP_S`` across the worker, none while the
+  previous answer waits for its reader: clients that pipeline and never read take at most about
+  half of the worker;
+* a **hang-up** is a normal event: one debug line, its answers dropped unwritten, no traceback.
 
-Use it with ``python -m app`` (see ``app/__main__.py``), or add
-``--http app.web.server:GuardedHttpProtocol`` to a uvicorn command line. Without it (plain
-``uvicorn app.main:app``) none of this holds: uvicorn waits for a body, and for a reader, as
-long as the client keeps the connection open.
+Use it with ``python -m app`` or ``uvicorn --http app.web.server:GuardedHttpProtocol``. Without it
+(plain ``uvicorn app.main:app``) none of this holds.
 """
 
 import asyncio
@@ -52,9 +42,8 @@ from app.settings import get_settings
 # Each socket's kernel send buffer (Linux doubles it for its own bookkeeping): an unread answer
 # holds at most this in the kernel, instead of the megabytes autotuning grants on a fast link.
 SEND_BUFFER_BYTES = 65_536
-# Pipelined requests start one at a time this far apart (per worker): a client that pipelines
-# many and never reads them takes at most about half of the worker (a lesson page is a few
-# milliseconds of work), and every other request goes on between them.
+# Pipelined requests start one at a time this far apart (per worker); a lesson page is a few
+# milliseconds of work, so every other request goes on between them.
 PIPELINE_GAP_S = 0.005
 
 
@@ -95,14 +84,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         _loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
-        settings = get_settings()
-        self.head_timeout_s = settings.header_timeout_s
-        self.body_timeout_s = settings.body_timeout_s
-        self.min_upload_rate = settings.min_upload_rate
-        self.request_timeout_s = settings.request_timeout_s
-        self.write_timeout_s = settings.write_timeout_s
-        self.max_head_bytes = settings.max_header_bytes
-        self.max_connections = settings.max_connections
+        self.limits = get_settings()
         self._receiving = IDLE
         self._since = time.monotonic()  # when the current wait (idle, head) began
         self._request_started = 0.0  # first byte of the request being received
@@ -127,19 +109,20 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def _deadline(self) -> tuple[float, str] | None:
         """The next moment this connection is cut, and why; None while nothing is timed."""
+        limits = self.limits
         found: list[tuple[float, str]] = []
         if self._stalled_since is not None:
-            found.append((self._stalled_since + self.write_timeout_s, "unread"))
+            found.append((self._stalled_since + limits.write_timeout_s, "unread"))
         if self._receiving == IDLE and not self._app_busy():
-            found.append((self._since + self.head_timeout_s, "idle"))
+            found.append((self._since + limits.header_timeout_s, "idle"))
         elif self._receiving == HEAD:
-            found.append((self._since + self.head_timeout_s, "head"))
-            found.append((self._request_started + self.request_timeout_s, "request"))
+            found.append((self._since + limits.header_timeout_s, "head"))
+            found.append((self._request_started + limits.request_timeout_s, "request"))
         elif self._receiving == BODY:
-            found.append((self._body_last + self.body_timeout_s, "pause"))
-            grace = self._body_started + self.body_timeout_s
-            found.append((grace + self._body_bytes / self.min_upload_rate, "rate"))
-            found.append((self._request_started + self.request_timeout_s, "request"))
+            found.append((self._body_last + limits.body_timeout_s, "pause"))
+            grace = self._body_started + limits.body_timeout_s
+            found.append((grace + self._body_bytes / limits.min_upload_rate, "rate"))
+            found.append((self._request_started + limits.request_timeout_s, "request"))
         return min(found) if found else None
 
     def _schedule(self) -> None:
@@ -186,32 +169,28 @@ class GuardedHttpProtocol(HttpToolsProtocol):
                 self._schedule()
                 return
             self.logger.debug(
-                "%s: answer not read within %g s; dropped", self._peer(), self.write_timeout_s
+                "%s: answer not read within %g s; dropped",
+                self._peer(),
+                self.limits.write_timeout_s,
             )
-            self._abandon()
-            self.transport.abort()
+            self._drop()
         elif reason == "idle":
             self.transport.close()
-        elif reason == "head":
-            self._refuse("408 Request Timeout", "Request headers not completed in time.")
-        elif reason == "request":
-            self._refuse(
-                "408 Request Timeout",
-                f"Request not completed within {self.request_timeout_s:g} s"
-                " (ATLAS_REQUEST_TIMEOUT_S).",
-            )
-        elif reason == "pause":
-            self._refuse(
-                "408 Request Timeout",
-                f"Request body stalled: nothing arrived for {self.body_timeout_s:g} s"
-                " (ATLAS_BODY_TIMEOUT_S).",
-            )
         else:
-            self._refuse(
-                "408 Request Timeout",
-                f"Request body too slow: under {self.min_upload_rate:g} bytes a second"
-                " (ATLAS_MIN_UPLOAD_RATE).",
-            )
+            self._refuse("408 Request Timeout", self._late(reason))
+
+    def _late(self, reason: str) -> str:
+        """What a request cut by ``reason`` (a deadline of ``_deadline``) is told."""
+        limits = self.limits
+        return {
+            "head": "Request headers not completed in time.",
+            "request": f"Request not completed within {limits.request_timeout_s:g} s"
+            " (ATLAS_REQUEST_TIMEOUT_S).",
+            "pause": f"Request body stalled: nothing arrived for {limits.body_timeout_s:g} s"
+            " (ATLAS_BODY_TIMEOUT_S).",
+            "rate": f"Request body too slow: under {limits.min_upload_rate:g} bytes a second"
+            " (ATLAS_MIN_UPLOAD_RATE).",
+        }[reason]
 
     def _peer(self) -> str:
         return f"{self.client[0]}:{self.client[1]}" if self.client else "client"
@@ -226,6 +205,11 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             if cycle is not None and not cycle.response_complete:
                 cycle.disconnected = True
                 cycle.message_event.set()
+
+    def _drop(self) -> None:
+        """Close at once, unsent answers and all."""
+        self._abandon()
+        self.transport.abort()
 
     def _refuse(self, status: str, message: str) -> None:
         """Answer ``status`` and close; only close if an answer to this request has begun (or
@@ -277,8 +261,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def _evict(self) -> None:
         if self._stalled_since is not None:
-            self._abandon()
-            self.transport.abort()
+            self._drop()
         elif self._receiving in (HEAD, BODY):
             self._refuse(
                 "408 Request Timeout",
@@ -297,7 +280,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._progressed()
         self._since = time.monotonic()
         self._schedule()
-        if len(self.connections) > self.max_connections:
+        if len(self.connections) > self.limits.max_connections:
             self._make_room()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -331,10 +314,10 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def _count_head(self, size: int) -> None:
         self._head_bytes += size
-        if self._head_bytes > self.max_head_bytes:
+        if self._head_bytes > self.limits.max_header_bytes:
             self._refuse(
                 "431 Request Header Fields Too Large",
-                f"Request line and headers larger than {self.max_head_bytes} bytes"
+                f"Request line and headers larger than {self.limits.max_header_bytes} bytes"
                 " (ATLAS_MAX_HEADER_BYTES).",
             )
             raise _HeadTooLargeError
@@ -415,9 +398,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def pause_writing(self) -> None:
         super().pause_writing()
-        if self._stalled_since is None:
-            self._stalled_since = time.monotonic()
-            self._schedule()
+        self._watch_writes()
 
     def resume_writing(self) -> None:
         super().resume_writing()
