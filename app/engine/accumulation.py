@@ -136,7 +136,6 @@ def accumulate(
     step, start = as_decimal(eta), as_decimal(w)
     naive, window = agreement.plain, agreement.counted
     scale = [[ranks * len(row) * n / total for n in row] for row in counts]
-    finite_results("microbatches", means=np.array([m for row in means for m in row]))
     finite_results("microbatches", naive_gradient=rounded(naive), window_gradient=rounded(window))
     count_field = "microbatches" if weights is None else "weights"
     with renamed_fields({"counts": count_field, "means": "microbatches"}):

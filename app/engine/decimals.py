@@ -73,11 +73,24 @@ def same_number(a: float | Fraction | int, b: float | Fraction | int) -> bool:
     return (as_decimal(a) if type(a) is float else a) == (as_decimal(b) if type(b) is float else b)
 
 
+def ratio_sum(ratios: Iterable[Ratio]) -> Ratio:
+    """The exact sum of ratios ``(top, bottom)``, ``bottom > 0``, as one unreduced ratio.
+
+    Where one denominator divides the other (powers of ten, as ``decimal_ratio`` gives, or of
+    two, as ``float.as_integer_ratio`` does) the sum stays over the larger one: plain integer
+    arithmetic, with none of Fraction's gcd at each step.
+    """
+    top, bottom = 0, 1
+    for p, q in ratios:
+        if bottom % q == 0:
+            top += p * (bottom // q)
+        elif q % bottom == 0:
+            top, bottom = top * (q // bottom) + p, q
+        else:
+            top, bottom = top * q + p * bottom, bottom * q
+    return top, bottom
+
+
 def decimal_sum(ratios: Iterable[Ratio]) -> Fraction:
-    """The exact sum of ratios whose denominators are powers of ten (``decimal_ratio``): plain
-    integers over the largest denominator (a multiple of the others), one Fraction at the end."""
-    pairs = list(ratios)
-    if not pairs:
-        return Fraction(0)
-    top = max(d for _, d in pairs)
-    return Fraction(sum(n * (top // d) for n, d in pairs), top)
+    """The exact sum of ``decimal_ratio`` values, as a Fraction."""
+    return Fraction(*ratio_sum(ratios))

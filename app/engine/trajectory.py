@@ -14,13 +14,15 @@ from app.engine.checks import (
     quiet_overflow,
     ranked_lists,
 )
-from app.engine.decimals import decimal_ratio
+from app.engine.decimals import decimal_ratio, ratio_sum
 from app.engine.errors import EngineError
 from app.engine.gradient import require_items
+from app.engine.verdicts import ratio_float
 
 MAX_STEPS = 1000
 # Beyond this |w| a diverging run is stopped: the loss ½(w - y)² stays far inside the float range.
 W_LIMIT = 1e100
+SCHEMES = ("global", "rank-mean")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,20 +78,9 @@ def _rate_warning(scheme: str, eta: float, factor: float, fixed_point: float) ->
     )
 
 
-def _rate_warnings(
-    eta: float, factors: tuple[float, float], fixed: tuple[float, float]
-) -> list[str]:
-    """``_rate_warning`` of each scheme, global first, where there is one."""
-    texts = (
-        _rate_warning("global", eta, factors[0], fixed[0]),
-        _rate_warning("rank-mean", eta, factors[1], fixed[1]),
-    )
-    return [text for text in texts if text]
-
-
 def _stop_warning(escaped: tuple[bool, bool], taken: int, requested: int) -> str:
     """Both paths stop after the last step where neither |w| passed the limit: say so."""
-    names = [name for name, out in zip(("global", "rank-mean"), escaped, strict=True) if out]
+    names = [name for name, out in zip(SCHEMES, escaped, strict=True) if out]
     schemes = " and ".join(names) + (" schemes" if len(names) > 1 else " scheme")
     return (
         f"|w| under the {schemes} would pass {W_LIMIT:g} at step"
@@ -113,21 +104,6 @@ def _sum(values: Iterable[float]) -> float:
         return math.inf
 
 
-def _rank_sums(pairs: RankLists) -> tuple[list[float], list[float]]:
-    """Per rank ``Σ weight`` and ``Σ weight·y`` (each product a float), each rounded once."""
-    counts = [_sum(weight) for _, weight in pairs]
-    sums = [_sum(map(operator.mul, weight, y)) for y, weight in pairs]
-    return counts, sums
-
-
-def _ratio_sum(values: Sequence[tuple[int, int]]) -> tuple[int, int]:
-    """The exact sum of fractions ``(p, q)``, ``q > 0``, as one unreduced fraction."""
-    top, bottom = 0, 1
-    for p, q in values:
-        top, bottom = top * q + p * bottom, bottom * q
-    return top, bottom
-
-
 def _fixed_points(
     counts: list[float], sums: list[float], single: list[float] | None = None
 ) -> tuple[float, float, int]:
@@ -148,16 +124,16 @@ def _fixed_points(
             (a * b, d * e)
             for (a, d), (b, e) in zip(exact_counts, map(decimal_ratio, single), strict=True)
         ]
-    count_top, count_bottom = _ratio_sum(exact_counts)
-    sum_top, sum_bottom = _ratio_sum(exact_sums)
-    fixed_global = _nearest(sum_top * count_bottom, sum_bottom * count_top)
+    count_top, count_bottom = ratio_sum(exact_counts)
+    sum_top, sum_bottom = ratio_sum(exact_sums)
+    fixed_global = ratio_float((sum_top * count_bottom, sum_bottom * count_top))
     rank_means = [
         (p * n_bottom, q * n_top)
         for (p, q), (n_top, n_bottom) in zip(exact_sums, exact_counts, strict=True)
         if n_top
     ]
-    mean_top, mean_bottom = _ratio_sum(rank_means)
-    fixed_rank_mean = _nearest(mean_top, mean_bottom * len(rank_means))
+    mean_top, mean_bottom = ratio_sum(rank_means)
+    fixed_rank_mean = ratio_float((mean_top, mean_bottom * len(rank_means)))
     return fixed_global, fixed_rank_mean, len(rank_means)
 
 
@@ -184,15 +160,6 @@ def _paths(
     return paths[0][:stop], paths[1][:stop], (outside[0][stop], outside[1][stop])
 
 
-def _nearest(top: int, bottom: int) -> float:
-    """The float nearest to ``top / bottom`` (``bottom > 0``; int division rounds correctly,
-    as ``float(Fraction)`` does); beyond the float range ±inf, as ``verdicts.rounded`` gives."""
-    try:
-        return top / bottom
-    except OverflowError:
-        return math.inf if top > 0 else -math.inf
-
-
 def _losses(pairs: RankLists, total: float, points: list[float]) -> list[float]:
     """``L(w) = Σ weight·½(w - y)² / N`` at each point; each row's weighted sum is
     ``np.vecdot``, per row the dot product (BLAS ``ddot``) that ``np.dot`` takes."""
@@ -205,26 +172,6 @@ def _losses(pairs: RankLists, total: float, points: list[float]) -> list[float]:
         block = 0.5 * (at[first : first + rows, None] - y) ** 2
         losses += (np.vecdot(block, weight) / total).tolist()
     return losses
-
-
-def _run(
-    eta: float, w: float, fixed: tuple[float, float], occupied: int, ranks: int, requested: int
-) -> tuple[tuple[float, float], list[float], list[float], int, bool, list[str]]:
-    """Each scheme as the affine map w ← f + c·(w - f), iterated from ``w``: both contractions
-    c (from the exact rate and the count of occupied ranks), both paths (until ``requested``
-    steps or escape), the points taken, whether a path stopped early, and the warnings."""
-    rate, unit = eta.as_integer_ratio()
-    contractions = (
-        _nearest(unit - rate, unit),
-        _nearest(unit * ranks - rate * occupied, unit * ranks),
-    )
-    warnings = _rate_warnings(eta, contractions, fixed)
-    path_global, path_rank_mean, escaped = _paths(w, fixed, contractions, requested)
-    taken = len(path_global)
-    diverged = taken <= requested
-    if diverged:
-        warnings.append(_stop_warning(escaped, taken, requested))
-    return contractions, path_global, path_rank_mean, taken, diverged, warnings
 
 
 @quiet_overflow
@@ -258,7 +205,8 @@ def trajectory(
     pairs = ranked_lists(targets, weights)
     if not pairs:
         raise EngineError("targets", "targets must list at least one rank")
-    counts, sums = _rank_sums(pairs)
+    counts = [_sum(weight) for _, weight in pairs]
+    sums = [_sum(map(operator.mul, weight, y)) for y, weight in pairs]  # each product a float
     total = _sum(counts)
     require_items(pairs, total)
     # Exact arithmetic needs finite inputs: sums past the float range are refused first.
@@ -272,10 +220,24 @@ def trajectory(
     fixed_global, fixed_rank_mean, occupied = _fixed_points(counts, sums, single)
     if not (math.isfinite(fixed_global) and math.isfinite(fixed_rank_mean)):
         finite_results("targets", fixed_point_global=fixed_global, fixed_point=fixed_rank_mean)
-    contractions, path_global, path_rank_mean, taken, diverged, warnings = _run(
-        eta, w, (fixed_global, fixed_rank_mean), occupied, len(pairs), requested
+    fixed = (fixed_global, fixed_rank_mean)
+    rate, unit = eta.as_integer_ratio()
+    ranks = len(pairs)
+    contractions = (
+        ratio_float((unit - rate, unit)),
+        ratio_float((unit * ranks - rate * occupied, unit * ranks)),
     )
     contraction_global, contraction_rank_mean = contractions
+    warnings = [
+        text
+        for scheme, factor, fixed_point in zip(SCHEMES, contractions, fixed, strict=True)
+        if (text := _rate_warning(scheme, eta, factor, fixed_point))
+    ]
+    path_global, path_rank_mean, escaped = _paths(w, fixed, contractions, requested)
+    taken = len(path_global)
+    diverged = taken <= requested
+    if diverged:
+        warnings.append(_stop_warning(escaped, taken, requested))
 
     losses = _losses(pairs, total, [*path_global, *path_rank_mean, fixed_global, fixed_rank_mean])
     loss_global, loss_rank_mean = tuple(losses[:taken]), tuple(losses[taken : 2 * taken])

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, NamedTuple
 
-from app.engine.decimals import decimal_ratio
+from app.engine.decimals import Ratio, decimal_ratio, ratio_sum
 
 # Why the two weightings agree (the first that holds, in this order) or why they differ.
 Reason = Literal[
@@ -55,19 +55,18 @@ class Agreement:
     counted: Fraction
 
 
+def ratio_float(ratio: Ratio) -> float:
+    """The nearest float to an exact ratio (int / int rounds once); ±inf beyond the range."""
+    top, bottom = ratio
+    try:
+        return top / bottom
+    except OverflowError:
+        return math.inf if top > 0 else -math.inf
+
+
 def rounded(value: Fraction) -> float:
     """The nearest float; beyond the float range ±inf (the caller's finiteness check refuses it)."""
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf if value > 0 else -math.inf
-
-
-# Every input as written is an integer over a power of ten (``decimal_ratio``): sums of them are
-# exact as plain integers over the largest denominator, which spares the lab's every request
-# Fraction's gcd at each step.
-
-Ratio = tuple[int, int]
+    return ratio_float((value.numerator, value.denominator))
 
 
 class WeightedMeans(NamedTuple):
@@ -83,15 +82,6 @@ class WeightedMeans(NamedTuple):
     products: tuple[Ratio, ...]  # each nᵢ ḡᵢ as written
 
 
-def ratio_float(ratio: Ratio) -> float:
-    """The nearest float to an exact ratio (int / int rounds once); ±inf beyond the range."""
-    top, bottom = ratio
-    try:
-        return top / bottom
-    except OverflowError:
-        return math.inf if top > 0 else -math.inf
-
-
 def weighted_means(
     counts: Sequence[float],
     means: Sequence[float],
@@ -103,44 +93,18 @@ def weighted_means(
     ``plain_weights`` are the cᵢ, summing to 1 (None: ``1/P`` each, the plain rank mean).
     """
     entries = len(counts)
-    # One pass: Σ nᵢ = n_top / n_den, Σ ḡᵢ = m_top / m_den and Σ nᵢ ḡᵢ = p_top / (n_den · m_den)
-    # over the largest denominators so far (powers of ten: the larger is a multiple of the
-    # smaller, so the sums so far scale up exactly when a larger one comes).
-    n_top = m_top = p_top = 0
-    n_den = m_den = 1
-    count_ratios: list[Ratio] = []
-    products: list[Ratio] = []
-    for x, y in zip(counts, means, strict=True):
-        a, d = decimal_ratio(x)
-        b, e = decimal_ratio(y)
-        count_ratios.append((a, d))
-        products.append((a * b, d * e))
-        if d != n_den:
-            if d > n_den:
-                k = d // n_den
-                n_top *= k
-                p_top *= k
-                n_den = d
-            else:
-                a *= n_den // d
-        if e != m_den:
-            if e > m_den:
-                k = e // m_den
-                m_top *= k
-                p_top *= k
-                m_den = e
-            else:
-                b *= m_den // e
-        n_top += a
-        m_top += b
-        p_top += a * b
-    # counted = (p_top / (n_den · m_den)) / (n_top / n_den); plain = m_top / (P · m_den)
-    counted = (p_top, m_den * n_top)
+    count_ratios = [decimal_ratio(x) for x in counts]
+    mean_ratios = [decimal_ratio(y) for y in means]
+    products = [(a * b, d * e) for (a, d), (b, e) in zip(count_ratios, mean_ratios, strict=True)]
+    n_top, n_den = ratio_sum(count_ratios)
+    p_top, p_den = ratio_sum(products)
+    counted = (p_top * n_den, p_den * n_top)  # (Σ nᵢ ḡᵢ) / N
     if plain_weights is None:
+        m_top, m_den = ratio_sum(mean_ratios)
         plain = (m_top, entries * m_den)
     else:
         weighted = sum(
-            (c * Fraction(*decimal_ratio(y)) for c, y in zip(plain_weights, means, strict=True)),
+            (c * Fraction(*y) for c, y in zip(plain_weights, mean_ratios, strict=True)),
             Fraction(0),
         )
         plain = (weighted.numerator, weighted.denominator)
