@@ -3,6 +3,8 @@
 import math
 from collections.abc import Sequence, Sized
 from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
 
@@ -17,6 +19,15 @@ from app.engine.checks import (
 from app.engine.decimals import decimal_ratio
 from app.engine.errors import EngineError, renamed_fields
 from app.engine.verdicts import Agreement, ratio_float, weighted_means
+
+
+class Exact(NamedTuple):
+    """N, both steps and their difference exactly: a result's floats are these rounded once."""
+
+    N: Fraction
+    w_new: Fraction
+    w_new_rank_mean: Fraction
+    w_new_difference: Fraction
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +51,7 @@ class GradientResult:
     influence_rank_mean: tuple[float, ...]
     warnings: tuple[str, ...]
     agreement: Agreement
+    exact: Exact
 
 
 def empty_warning(label: str, plain: str, divisor: str, given_mean: float = 0.0) -> str:
@@ -79,8 +91,9 @@ def from_means(
     The means, N, both steps and the difference are the exact values of the inputs as written
     (each float read as its shortest decimal: means 3.7, -2.3, 8.8, -2.7, -6.6, -3.9 and 3 have
     a plain mean of exactly 0, where their floats' binary values give 1.9e-16), rounded once
-    (so the difference is exactly 0 whenever the two means are equal);
-    ``agreement`` names the condition that makes them agree, or why they differ.
+    (so the difference is exactly 0 whenever the two means are equal); ``exact`` and
+    ``agreement`` keep them unrounded, and ``agreement`` names the condition that makes the
+    means agree, or why they differ.
 
     Raises EngineError (naming the field) for mismatched lengths, non-finite or negative input,
     a subnormal count, ``η <= 0``, or ``N = 0`` ("no valid items in this update").
@@ -187,6 +200,7 @@ def from_means(
         influence_rank_mean=tuple(influence_rank_mean),
         warnings=warnings,
         agreement=exact.agreement,
+        exact=Exact(*[Fraction(*ratio) for ratio in ratios[2:]]),
     )
 
 

@@ -11,7 +11,6 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from app.engine import GradientResult, RingCost, Trajectory
-from app.engine.decimals import as_decimal, decimal_ratio, decimal_sum
 from app.lab.equations import Formula, write
 from app.lab.numbers import MOST_DIGITS, Printer, distinct_digits, fmt, fmt_distinct
 from app.lab.sentences import lab_verdict
@@ -41,8 +40,7 @@ def figures(result: GradientResult, printer: Printer) -> Figures:
     if w_new and w_new_rank_mean:
         shown_w_new, shown_w_new_rank_mean = fmt_distinct((w_new, w_new_rank_mean))
     else:  # a step that rounds to 0 shows its exact value where that is not 0
-        w, eta = as_decimal(result.w), as_decimal(result.eta)
-        steps = ((w_new, w - eta * g), (w_new_rank_mean, w - eta * rank_mean))
+        steps = ((w_new, result.exact.w_new), (w_new_rank_mean, result.exact.w_new_rank_mean))
         digits = distinct_digits([rounded for rounded, _ in steps])
         shown_w_new, shown_w_new_rank_mean = (
             fmt(exact if rounded == 0 and exact else rounded, digits) for rounded, exact in steps
@@ -53,7 +51,7 @@ def figures(result: GradientResult, printer: Printer) -> Figures:
         rank_mean_gradient=shown_rank_mean,
         w_new=shown_w_new,
         w_new_rank_mean=shown_w_new_rank_mean,
-        w_new_difference=fmt(as_decimal(result.eta) * (g - rank_mean)),
+        w_new_difference=fmt(result.exact.w_new_difference),
     )
 
 
@@ -85,8 +83,8 @@ def lines(result: GradientResult) -> Lines:
     g, rank_mean = result.agreement.counted, result.agreement.plain
     counts, means, ranks = list(result.counts), list(result.means), result.P
     factors, compensated = result.scale_factors, result.compensated_means
-    total = decimal_sum(map(decimal_ratio, counts))
-    w, eta = as_decimal(result.w), as_decimal(result.eta)
+    exact = result.exact
+    total = exact.N
     printer = Printer()
 
     def line(form: Formula, value: Fraction | float) -> str:
@@ -97,9 +95,11 @@ def lines(result: GradientResult) -> Lines:
         g=line(Formula.weighted_mean(counts, means, total), g),
         rank_mean=line(Formula.mean(means, ranks), rank_mean),
         compensated=line(Formula.mean(compensated, ranks), g),
-        w_new=line(Formula.step(result.w, result.eta, g), w - eta * g),
-        w_new_rank_mean=line(Formula.step(result.w, result.eta, rank_mean), w - eta * rank_mean),
-        difference=line(Formula.scaled_difference(result.eta, g, rank_mean), eta * (g - rank_mean)),
+        w_new=line(Formula.step(result.w, result.eta, g), exact.w_new),
+        w_new_rank_mean=line(Formula.step(result.w, result.eta, rank_mean), exact.w_new_rank_mean),
+        difference=line(
+            Formula.scaled_difference(result.eta, g, rank_mean), exact.w_new_difference
+        ),
         factors=tuple(
             [line(Formula.share(ranks, counts[r], total), factors[r]) for r in range(ranks)]
         ),
