@@ -227,3 +227,11 @@ def test_api_docs_are_served_from_this_host_at_every_level(course: TestClient) -
         assert course.get(f"{prefix}/openapi.json").status_code == 200
         for script in page.find_all("script"):
             assert str(script["src"]).startswith(f"{prefix}/static/")
+
+
+def test_head_answers_the_index_and_each_lesson_without_a_body(course: TestClient) -> None:
+    for path in ("/", f"/learn/{GRADIENT}/"):
+        response = course.head(path)
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/html")
+        assert response.content == b""

@@ -59,6 +59,10 @@ class ServedLessons:
     def lesson(self, slug: str) -> CourseLesson | None:
         return next((item for item in self.lessons if item.slug == slug), None)
 
+    def path(self, slug: str) -> str:
+        """Where a lesson is served: the root for a lone file, else ``/learn/<slug>/``."""
+        return f"/learn/{slug}/" if self.folder else "/"
+
 
 def slug_of(lesson: Lesson) -> str:
     """The lesson's address segment: the last segment of its canonical URL, else of its id.

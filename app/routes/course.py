@@ -10,14 +10,9 @@ from app.web.templating import templates_of
 router = APIRouter(tags=["course"])
 
 
+@router.head("/", include_in_schema=False)
 @router.get("/", response_class=HTMLResponse, name="course_index")
 async def course_index(request: Request) -> Response:
     """Every lesson served: title, description, version, revision date, provenance."""
     course: ServedLessons = request.app.state.course
     return templates_of(request).TemplateResponse(request, "course.html", {"course": course})
-
-
-@router.head("/", include_in_schema=False)
-async def course_index_head(request: Request) -> Response:
-    """The index's headers."""
-    return await course_index(request)

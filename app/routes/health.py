@@ -48,11 +48,6 @@ class Health(BaseModel):
     )
 
 
-def lesson_path(course: ServedLessons, slug: str) -> str:
-    """The path a lesson is served at: the root for a lone file, else ``/learn/<slug>/``."""
-    return f"/learn/{slug}/" if course.folder else "/"
-
-
 async def _redis(live: LiveService) -> Literal["off", "ok", "unreachable"]:
     if not isinstance(live.broker, RedisBroker):
         return "off"
@@ -70,7 +65,7 @@ async def healthz(request: Request) -> Health:
             id=item.lesson.record.id,
             version=item.lesson.record.version,
             title=item.lesson.record.title,
-            path=root + lesson_path(course, item.slug),
+            path=root + course.path(item.slug),
         )
         for item in course.lessons
     ]

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
-from jinja2 import TemplateNotFound
 from jinja2_fragments.fastapi import Jinja2Blocks
 from markupsafe import Markup
 from starlette.responses import Response
@@ -24,8 +23,6 @@ SCORE_COOKIE = "atlas_quiz"
 # Every question's attempts (options chosen, answer shown): its feedback after a reload.
 ATTEMPTS_COOKIE = "atlas_quiz_attempts"
 SCORE_COOKIE_AGE = 60 * 60 * 24 * 365
-# The lesson's interactive parts (app/lesson/parts.py says which, and after which section).
-LAB_TEMPLATE = "_lesson_lab.html"
 PAGE_TEMPLATE = "lesson.html"
 SECTION_TEMPLATE = "_section_body.html"
 # The page shows this visitor's score (from the cookie): no shared cache may keep it.
@@ -38,14 +35,6 @@ class Feedback:
 
     progress: Progress | None = None
     error: AnswerError | None = None
-
-
-def _template_exists(templates: Jinja2Blocks, name: str) -> bool:
-    try:
-        templates.get_template(name)
-    except TemplateNotFound:
-        return False
-    return True
 
 
 def _sections(sections: Iterable[RenderedSection]) -> Iterator[RenderedSection]:
@@ -69,13 +58,9 @@ def _section_html(templates: Jinja2Blocks, lesson: RenderedLesson) -> dict[str, 
 
 
 def prepare(app: FastAPI) -> None:
-    """Check the page's parts once (the lesson was loaded and rendered once, with its course),
-    and render each section's text once."""
-    templates = app.state.templates
-    app.state.lab_available = app.state.lesson_parts.any and _template_exists(
-        templates, LAB_TEMPLATE
-    )
-    app.state.section_html = _section_html(templates, app.state.rendered_lesson)
+    """Render each section's text once (the lesson was loaded and rendered once, with its
+    course)."""
+    app.state.section_html = _section_html(app.state.templates, app.state.rendered_lesson)
 
 
 def rendered(request: Request) -> RenderedLesson:
@@ -122,7 +107,7 @@ def context(
         "lesson": lesson,
         "lab_after": request.app.state.lesson_parts.after_section,
         "lesson_parts": request.app.state.lesson_parts,
-        "lab_available": request.app.state.lab_available,
+        "lab_available": request.app.state.lesson_parts.any,
         "section_html": request.app.state.section_html,
         "feedback": feedback or {},
         "quiz_error": quiz_error,

@@ -33,16 +33,11 @@ async def _render_once(app: FastAPI) -> AsyncIterator[None]:
 router = APIRouter(tags=["pages"], lifespan=_render_once)
 
 
+# Uptime checks and link checkers ask with HEAD; kept out of the schema (one operation per path).
+@router.head("/", include_in_schema=False)
 @router.get("/", response_class=HTMLResponse, name="lesson_page")
 async def lesson_page_get(request: Request) -> Response:
     """The whole lesson: text, formulas, tables, quizzes with the score so far, the lab."""
-    return lesson_page.render(request, page_context(request.query_params))
-
-
-# Uptime checks and link checkers ask with HEAD; kept out of the schema (one operation per path).
-@router.head("/", include_in_schema=False)
-async def lesson_page_head(request: Request) -> Response:
-    """The lesson page's headers."""
     return lesson_page.render(request, page_context(request.query_params))
 
 
