@@ -26,6 +26,7 @@ def test_ring_allreduce_count_reduce_is_latency_bound() -> None:
     cost = ring_allreduce(1e9, 64, 1e-5, 1e10)
     assert cost.count_reduce_time_s == pytest.approx(2 * 63 * 1e-5, rel=1e-5)
     assert cost.overhead_ratio < 0.01
+    assert cost.count_latency_share == pytest.approx(1e-5 / (1e-5 + 8 / (64 * 1e10)))
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ class RingCost:
     count_reduce_time_s: float
     total_time_s: float
     overhead_ratio: float
+    count_latency_share: float
 
 
 def _ring_time(payload: float, ranks: int, alpha: float, bandwidth: float) -> float:
@@ -40,7 +41,8 @@ def ring_allreduce(
     sends ``2(P - 1)·S/P`` bytes. Dividing by the global count N needs N first: one more
     all-reduce of ``8`` bytes, ``2(P - 1)(alpha + 8/(P·B))`` seconds, usually all latency.
     ``overhead_ratio`` is that extra time over the gradient all-reduce time (0 for ``P = 1``,
-    where nothing is communicated). Bytes and seconds throughout.
+    where nothing is communicated); ``count_latency_share`` the part of it that is latency,
+    ``alpha / (alpha + 8/(P·B))``. Bytes and seconds throughout.
 
     Raises EngineError (naming the argument) for non-finite, non-positive ``S`` or ``B``,
     negative ``alpha``, ``P < 1``, a time or ratio beyond the float range, or a time that rounds
@@ -63,6 +65,7 @@ def ring_allreduce(
         )
     overhead = count_time / time_s if ranks > 1 else 0.0
     bytes_sent = 2 * (ranks - 1) * payload / ranks
+    latency_share = alpha / (alpha + COUNT_PAYLOAD_BYTES / (ranks * bandwidth)) if alpha else 0.0
     # The ratio is shown as a percentage too: that must stay finite as well.
     finite_results(
         "payload_bytes",
@@ -84,4 +87,5 @@ def ring_allreduce(
         count_reduce_time_s=count_time,
         total_time_s=time_s + count_time,
         overhead_ratio=overhead,
+        count_latency_share=latency_share,
     )

@@ -252,8 +252,6 @@ def _ring_line(
 def ring_words(cost: RingCost, payload_mb: float, alpha_us: float, gbps: float) -> RingWords:
     """The ring panel: both all-reduce times written out, and a sentence on the count
     all-reduce chosen by which of its terms dominates (start-up latency or transfer)."""
-    latency = cost.alpha_s
-    transfer = 8 / (cost.ranks * cost.bandwidth_bytes_per_s)
     overhead = f"{fmt(cost.overhead_ratio * 100, 3)} %"
     if cost.ranks == 1:
         note = (
@@ -261,12 +259,14 @@ def ring_words(cost: RingCost, payload_mb: float, alpha_us: float, gbps: float) 
             " count N is the rank's own."
         )
     else:
-        share = latency / (latency + transfer)
+        share = cost.count_latency_share
         if share >= 0.9:
             kind = "almost all start-up latency"
         elif share <= 0.1:
             kind = (
-                "almost all transfer time" if latency else "all transfer time (no start-up latency)"
+                "almost all transfer time"
+                if cost.alpha_s
+                else "all transfer time (no start-up latency)"
             )
         else:
             kind = f"part start-up latency ({fmt(share * 100, 3)} %), part transfer time"
