@@ -8,10 +8,19 @@ from fastapi.testclient import TestClient
 from starlette.requests import Request
 
 from app.confirm.check import RELATIVE_TOLERANCE, confirm_response, tolerances
-from app.confirm.convert import MAX_UNIT_ITEMS, JobError, job_from_request
-from app.confirm.jobs import Job, Microbatch, ModeReport, RankReport, Reference, assemble
-from app.confirm.pool import Outcome, process_gone
-from app.lab.compute import compute
+from app.confirm.convert import MAX_UNIT_ITEMS, job_from_request
+from app.confirm.jobs import (
+    DistributedResult,
+    Job,
+    Microbatch,
+    ModeReport,
+    Outcome,
+    RankReport,
+    Reference,
+    assemble,
+)
+from app.confirm.pool import process_gone
+from app.engine import EngineError
 from app.lab.state import GradientRequest
 from app.main import create_app
 from app.routes.confirm import client_key
@@ -68,7 +77,7 @@ def test_accumulation_keeps_each_ranks_microbatches() -> None:
 
 def test_more_ranks_than_the_pool_is_refused_naming_the_field() -> None:
     request = GradientRequest(targets=[[1]] * 9, eta=0.1, w=10)
-    with pytest.raises(JobError) as caught:
+    with pytest.raises(EngineError) as caught:
         job_from_request(request, max_ranks=8)
     assert caught.value.field == "targets"
     assert "1 to 8 ranks" in caught.value.message
@@ -78,12 +87,15 @@ def report(rank: int, grads: dict[str, float], eta: float = 0.1, w: float = 10.0
     runs = {mode: ModeReport(grad=g, w_new=w - eta * g) for mode, g in grads.items()}
     return RankReport(
         rank=rank,
-        pid=100 + rank,
         count=[2.0, 6.0][rank],
         total=8.0,
         runs=runs,  # type: ignore[arg-type]
         reference=Reference(grad=2.5, w_new=9.75) if rank == 0 else None,
     )
+
+
+def outcome(result: DistributedResult) -> Outcome:
+    return Outcome(result=result, elapsed_ms=5.0, attempts=1)
 
 
 def test_assemble_orders_ranks_and_needs_every_one() -> None:
@@ -101,7 +113,7 @@ def test_comparison_flags_the_rank_mean_and_a_disagreeing_replica() -> None:
     job, notes = job_from_request(request)
     good = {"ddp_default": 2.0, "compensated": 2.5, "comm_hook": 2.5}
     result = assemble(job, [report(0, good), report(1, good)], "2.13.0")
-    checked = confirm_response(job, compute(request), Outcome(result, 5.0, 1), notes)
+    checked = confirm_response(job, outcome(result), notes)
     assert checked.engine_agrees
     assert checked.replicas_agree
     assert checked.ddp_default.objective == "rank mean"
@@ -112,7 +124,7 @@ def test_comparison_flags_the_rank_mean_and_a_disagreeing_replica() -> None:
 
     skewed = {**good, "comm_hook": 2.5000001}
     result = assemble(job, [report(0, good), report(1, skewed)], "2.13.0")
-    checked = confirm_response(job, compute(request), Outcome(result, 5.0, 1), notes)
+    checked = confirm_response(job, outcome(result), notes)
     assert not checked.comm_hook.replicas_agree
     assert not checked.replicas_agree
     assert not checked.comm_hook.matches_engine
@@ -121,7 +133,10 @@ def test_comparison_flags_the_rank_mean_and_a_disagreeing_replica() -> None:
 
 def test_tolerance_follows_the_largest_item_gradient_not_w() -> None:
     job = Job(
-        ranks=[[Microbatch(targets=[1e12 - 3, 1e12 + 2, 5], weights=[1, 1, 0])]], eta=0.1, w=1e12
+        ranks=[[Microbatch(targets=[1e12 - 3, 1e12 + 2, 5], weights=[1, 1, 0])]],
+        eta=0.1,
+        w=1e12,
+        form="items",
     )
     within = tolerances(job)
     assert within.scale == 3  # |w - y| of the weighted items; the masked one does not count
@@ -177,7 +192,7 @@ def test_a_right_gradient_with_a_wrong_w_new_is_refused_at_a_large_w() -> None:
         if rank_report.reference is not None:
             rank_report.reference.w_new = w - 0.25
     right = assemble(job, reports, "2.13.0")
-    checked = confirm_response(job, compute(request), Outcome(right, 5.0, 1), notes)
+    checked = confirm_response(job, outcome(right), notes)
     assert checked.comm_hook.engine_w_new == w - 0.25
     assert checked.comm_hook.matches_engine
     assert checked.engine_agrees
@@ -185,7 +200,7 @@ def test_a_right_gradient_with_a_wrong_w_new_is_refused_at_a_large_w() -> None:
     for rank_report in reports:  # the right gradient, but w_new a whole step short
         rank_report.runs["comm_hook"].w_new = w - 0.5
     wrong = assemble(job, reports, "2.13.0")
-    checked = confirm_response(job, compute(request), Outcome(wrong, 5.0, 1), notes)
+    checked = confirm_response(job, outcome(wrong), notes)
     assert checked.comm_hook.grad == [2.5, 2.5]
     assert checked.comm_hook.replicas_agree
     assert not checked.comm_hook.matches_engine

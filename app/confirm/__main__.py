@@ -25,12 +25,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.confirm.convert import JobError, job_from_request
+from app.confirm.convert import job_from_request
+from app.confirm.jobs import Job, Outcome, RankReport, assemble
 from app.engine import EngineError
 from app.lab.compute import compute
 from app.lab.state import GradientRequest
-
-LOCAL_MAX_RANKS = 8
 
 
 def numbers(text: str) -> list[float]:
@@ -98,20 +97,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def launch(request: GradientRequest, timeout: float) -> int:
+def launch(job: Job, body: str, timeout: float) -> int:
     """Start P local ranks of this module with the torchrun variables set; wait for them all."""
-    compute(request)  # the engine's checks, before any process starts
-    job, _ = job_from_request(request, LOCAL_MAX_RANKS)
-    world = job.world_size
     port = free_port()
-    body = request.model_dump_json(exclude_none=True)
     processes = []
-    for rank in range(world):
+    for rank in range(job.world_size):
         env = {
             **os.environ,
             "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": str(port),
-            "WORLD_SIZE": str(world),
+            "WORLD_SIZE": str(job.world_size),
             "RANK": str(rank),
             "LOCAL_RANK": str(rank),
             "OMP_NUM_THREADS": "1",
@@ -131,7 +126,7 @@ def launch(request: GradientRequest, timeout: float) -> int:
     return max(codes)
 
 
-def run_rank(request: GradientRequest, timeout: float) -> int:
+def run_rank(job: Job, notes: list[str], timeout: float) -> int:
     """One rank: join through env:// (torchrun's variables), run the job, rank 0 reports."""
     from datetime import timedelta
 
@@ -139,19 +134,15 @@ def run_rank(request: GradientRequest, timeout: float) -> int:
 
     from app.confirm import worker
     from app.confirm.check import confirm_response
-    from app.confirm.jobs import RankReport, assemble
-    from app.confirm.pool import Outcome
 
     started = time.perf_counter()
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
     try:
         rank, world = dist.get_rank(), dist.get_world_size()
-        job, notes = job_from_request(request, world)
         if job.world_size != world:
             if rank == 0:
                 fail(f"the input has {job.world_size} ranks but WORLD_SIZE is {world}")
             return 2
-        engine = compute(request)
         replicas = worker.make_replicas(dist.group.WORLD)
         report = worker.run_rank(job, rank, replicas)
         gathered: list[Any] = [None] * world if rank == 0 else []
@@ -159,9 +150,12 @@ def run_rank(request: GradientRequest, timeout: float) -> int:
         if rank != 0:
             return 0
         reports = [RankReport.model_validate(item) for item in gathered]
-        result = assemble(job, reports, worker.TORCH_VERSION)
-        elapsed = (time.perf_counter() - started) * 1000
-        response = confirm_response(job, engine, Outcome(result, elapsed, 1), notes)
+        outcome = Outcome(
+            result=assemble(job, reports, worker.TORCH_VERSION),
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+            attempts=1,
+        )
+        response = confirm_response(job, outcome, notes)
         print(response.model_dump_json(indent=2))
         return 0 if response.replicas_agree and response.engine_agrees else 1
     finally:
@@ -177,11 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     except ValidationError as exc:
         return fail("; ".join(field_message(error) for error in exc.errors()))
     try:
-        if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
-            return run_rank(request, args.timeout)
-        return launch(request, args.timeout)
-    except (EngineError, JobError) as exc:
-        return fail(f"{exc.field}: {exc.message}")
+        compute(request)  # the engine's checks, before any process starts
+        job, notes = job_from_request(request)
+    except EngineError as exc:
+        return fail(exc.message)
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        return run_rank(job, notes, args.timeout)
+    return launch(job, request.model_dump_json(exclude_none=True), args.timeout)
 
 
 if __name__ == "__main__":

@@ -10,11 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from app.confirm.jobs import DistributedResult, Job, Run
-from app.confirm.pool import Outcome
+from app.confirm.jobs import DistributedResult, Job, Outcome, Run
 from app.engine import accumulate, from_items
 from app.engine.verdicts import Agreement, Reason
-from app.lab.compute import GradientResponse
 from app.lab.state import Form
 
 # float64 sums of the items' gradients in another order agree to ~1e-13 of the largest item
@@ -192,9 +190,7 @@ def check_run(
     )
 
 
-def confirm_response(
-    job: Job, engine: GradientResponse, outcome: Outcome, notes: list[str]
-) -> ConfirmResponse:
+def confirm_response(job: Job, outcome: Outcome, notes: list[str]) -> ConfirmResponse:
     """Compare the real run with the engine: the plain scheme for DDP's default, the global
     item mean for the others and for the single-process reference."""
     result: DistributedResult = outcome.result
@@ -224,7 +220,7 @@ def confirm_response(
         backend=result.backend,
         world_size=result.world_size,
         torch_version=result.torch_version,
-        form=engine.form,
+        form=job.form,
         counts=result.counts,
         total=result.total,
         **runs,

@@ -11,19 +11,11 @@
 from typing import cast
 
 from app.confirm.jobs import MAX_WORLD_SIZE, Job, Microbatch
+from app.engine import EngineError
 from app.lab.state import GradientRequest
 
 # Counts are expanded into unit items up to this many items in all (the API's item limit).
 MAX_UNIT_ITEMS = 10_000
-
-
-class JobError(ValueError):
-    """A valid gradient request the real run cannot take; ``field`` names the request field."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
 
 
 def _batch(targets: list[float], weights: list[float] | None) -> Microbatch:
@@ -61,7 +53,8 @@ def _means_ranks(request: GradientRequest) -> tuple[list[list[Microbatch]], list
 def job_from_request(
     request: GradientRequest, max_ranks: int = MAX_WORLD_SIZE
 ) -> tuple[Job, list[str]]:
-    """The job for a validated request, and notes on how it was built. Raises JobError."""
+    """The job for a validated request, and notes on how it was built. Raises EngineError for
+    a request the real run cannot take, naming its field."""
     notes: list[str] = []
     if request.form == "means":
         field = "counts"
@@ -90,7 +83,7 @@ def job_from_request(
             for r, batches in enumerate(microbatches)
         ]
     if len(ranks) > max_ranks:
-        raise JobError(
+        raise EngineError(
             field,
             f"the real torch.distributed run takes 1 to {max_ranks} ranks; this request has"
             f" {len(ranks)}",
@@ -99,7 +92,6 @@ def job_from_request(
         ranks=ranks,
         eta=request.eta,
         w=request.w,
-        accumulation=request.form == "accumulation",
         form=request.form,
     )
     return job, notes

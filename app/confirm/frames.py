@@ -1,10 +1,9 @@
 """Length-prefixed frames: the one wire format of the confirmation (web worker <-> pool owner,
 owner <-> ranks). Imports no torch.
 
-A frame is a 4-byte big-endian length, then that many bytes of UTF-8 JSON. Lines capped a
-message at the reader's limit (asyncio's 64 KiB): a job of 10,000 unit items is about 200 KB and
-broke it. A frame carries any valid job, and a reader knows before reading how much to expect, so
-a corrupt or hostile length is refused rather than buffered.
+A frame is a 4-byte big-endian length, then that many bytes of UTF-8 JSON: it carries a job of
+any size, and a reader knows before reading how much to expect, so a corrupt or hostile length
+is refused rather than buffered.
 """
 
 import asyncio
@@ -67,27 +66,16 @@ async def write_frame(writer: asyncio.StreamWriter, message: Any) -> None:
     await writer.drain()
 
 
-def _read_exactly(stream: BufferedIOBase, size: int) -> bytes:
-    chunks = []
-    left = size
-    while left:
-        chunk = stream.read(left)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
 def receive(stream: BufferedIOBase) -> Any:
-    """:func:`read_frame` for a blocking binary stream (a rank's socket file)."""
-    header = _read_exactly(stream, HEADER.size)
+    """:func:`read_frame` for a blocking binary stream (a rank's socket file), whose ``read(n)``
+    returns n bytes, or fewer only at the end."""
+    header = stream.read(HEADER.size)
     if not header:
         return None
     if len(header) < HEADER.size:
         raise FrameError("the stream ended inside a frame's length")
     length = _length(header)
-    payload = _read_exactly(stream, length)
+    payload = stream.read(length)
     if len(payload) < length:
         raise FrameError("the stream ended inside a frame")
     return _decode(payload)

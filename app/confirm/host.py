@@ -23,7 +23,7 @@ from typing import Any
 
 from app.confirm.frames import FrameError, read_frame, write_frame
 from app.confirm.jobs import Job
-from app.confirm.pool import ConfirmBusyError, ConfirmUnavailableError, Pool, PoolConfig
+from app.confirm.pool import ConfirmError, Pool, PoolConfig
 from app.confirm.scheduler import Scheduler
 from app.lesson.course import ServedLessons, load_course
 from app.lesson.loader import LessonLoadError
@@ -165,20 +165,11 @@ class PoolHost:
         try:
             job = Job.model_validate(request.get("job"))
             outcome = await scheduler.submit(job, str(request.get("client", "")))
-        except ConfirmBusyError as busy:
-            return {"busy": {"retry_after": busy.retry_after, "reason": busy.reason}}
-        except ConfirmUnavailableError as unavailable:
-            return {"unavailable": unavailable.message}
+        except ConfirmError as error:
+            return {"error": [error.status, error.detail, error.retry_after]}
         except ValueError as invalid:  # not a job: a bug on the asking side, named
-            return {"unavailable": f"the pool's owner could not read the job: {invalid}"}
-        return {
-            "ok": {
-                "result": outcome.result.model_dump(),
-                "elapsed_ms": outcome.elapsed_ms,
-                "attempts": outcome.attempts,
-                "cached": outcome.cached,
-            }
-        }
+            return {"error": [503, f"the pool's owner could not read the job: {invalid}", None]}
+        return {"ok": outcome.model_dump()}
 
     async def stop(self) -> None:
         """Stop listening, stop the pool (no rank left behind), release the lock."""

@@ -43,10 +43,13 @@ class Job(BaseModel):
     ranks: list[list[Microbatch]] = Field(min_length=1, max_length=MAX_WORLD_SIZE)
     eta: float
     w: float
-    accumulation: bool = False
-    form: Literal["means", "items", "accumulation"] | None = Field(
-        default=None, description="The request form it came from: part of the cache key."
+    form: Literal["means", "items", "accumulation"] = Field(
+        description="The request form it came from: part of the cache key."
     )
+
+    @property
+    def accumulation(self) -> bool:
+        return self.form == "accumulation"
 
     @property
     def world_size(self) -> int:
@@ -80,7 +83,6 @@ class RankReport(BaseModel):
     """What one rank sends back: its three runs, and (rank 0 only) the reference."""
 
     rank: int
-    pid: int
     count: float
     total: float
     runs: dict[Mode, ModeReport]
@@ -106,6 +108,15 @@ class DistributedResult(BaseModel):
     compensated: Run
     comm_hook: Run
     reference: Reference
+
+
+class Outcome(BaseModel):
+    """A finished job as the API reports it."""
+
+    result: DistributedResult
+    elapsed_ms: float
+    attempts: int
+    cached: bool = False
 
 
 def assemble(job: Job, reports: list[RankReport], torch_version: str) -> DistributedResult:

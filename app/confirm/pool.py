@@ -30,23 +30,30 @@ log = logging.getLogger("atlas.confirm")
 PoolState = Literal["starting", "ready", "failed", "stopped"]
 
 
-class ConfirmUnavailableError(Exception):
-    """The pool cannot answer (torch missing, turned off, failed to start, or failed twice);
-    ``retry_after`` seconds when waiting will help (the owner is starting or busy)."""
+class ConfirmError(Exception):
+    """No confirmation now: the HTTP status that says why, the detail, and ``retry_after``
+    seconds when asking again later will help."""
 
-    def __init__(self, message: str, retry_after: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(self, status: int, detail: str, retry_after: int | None = None) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
         self.retry_after = retry_after
 
 
-class ConfirmBusyError(Exception):
-    """The queue, or this client's share of it, is full; ``retry_after`` seconds is a fair wait."""
+class ConfirmUnavailableError(ConfirmError):
+    """503: torch missing, turned off, the pool failed to start or failed twice, or its owner is
+    starting or busy."""
 
-    def __init__(self, retry_after: int, message: str = "the confirmation queue is full") -> None:
-        super().__init__(f"{message}; retry after {retry_after} s")
-        self.reason = message
-        self.retry_after = retry_after
+    def __init__(self, detail: str, retry_after: int | None = None) -> None:
+        super().__init__(503, detail, retry_after)
+
+
+class ConfirmBusyError(ConfirmError):
+    """429: the queue, or this client's share of it, is full; ``retry_after`` is a fair wait."""
+
+    def __init__(self, retry_after: int, reason: str = "the confirmation queue is full") -> None:
+        super().__init__(429, f"{reason}; retry after {retry_after} s", retry_after)
 
 
 class WorkerFaultError(Exception):
@@ -60,16 +67,6 @@ class PoolConfig:
     init_timeout: float
     job_timeout: float
     store_dir: Path
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A finished job as the API reports it."""
-
-    result: DistributedResult
-    elapsed_ms: float
-    attempts: int
-    cached: bool = False
 
 
 def process_gone(pid: int) -> bool:

@@ -14,16 +14,9 @@ import logging
 import math
 import time
 from collections import OrderedDict, deque
-from dataclasses import replace
 
-from app.confirm.jobs import Job
-from app.confirm.pool import (
-    ConfirmBusyError,
-    ConfirmUnavailableError,
-    Outcome,
-    Pool,
-    WorkerFaultError,
-)
+from app.confirm.jobs import Job, Outcome
+from app.confirm.pool import ConfirmBusyError, ConfirmUnavailableError, Pool, WorkerFaultError
 
 log = logging.getLogger("atlas.confirm")
 
@@ -51,17 +44,13 @@ class Scheduler:
         self._in_flight: dict[str, asyncio.Future[Outcome]] = {}
         self._cache: OrderedDict[str, Outcome] = OrderedDict()
         self._runner: asyncio.Task[None] | None = None
-        self._running = False
+        self.running = False
         self._typical_seconds = 0.05
 
     @property
     def waiting(self) -> int:
         """Jobs queued behind the one running."""
         return sum(len(jobs) for jobs in self._queues.values())
-
-    @property
-    def running(self) -> bool:
-        return self._running
 
     def retry_after(self) -> int:
         """Seconds until the queue has probably drained: its length times a typical job."""
@@ -73,10 +62,10 @@ class Scheduler:
         key = job.key()
         if key in self._cache:
             self._cache.move_to_end(key)
-            return replace(self._cache[key], cached=True)
+            return self._cache[key].model_copy(update={"cached": True})
         if key in self._in_flight:
             shared = await asyncio.shield(self._in_flight[key])
-            return replace(shared, cached=True)
+            return shared.model_copy(update={"cached": True})
         held = self._held.get(client, 0)
         if held >= self.client_limit:
             raise ConfirmBusyError(
@@ -85,7 +74,7 @@ class Scheduler:
                 f" running, the most one client may"
                 f" (ATLAS_CONFIRM_CLIENT_LIMIT={self.client_limit})",
             )
-        if self._running and self.waiting >= self.queue_limit:
+        if self.running and self.waiting >= self.queue_limit:
             raise ConfirmBusyError(self.retry_after())
         future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
@@ -102,7 +91,7 @@ class Scheduler:
             job, future = jobs.popleft()
             if jobs:
                 self._queues[client] = jobs  # at the end: every other client goes first
-            self._running = True
+            self.running = True
             try:
                 outcome = await self._run(job)
             except ConfirmUnavailableError as exc:
@@ -116,7 +105,7 @@ class Scheduler:
                 future.set_result(outcome)
                 self._remember(job.key(), outcome)
             finally:
-                self._running = False
+                self.running = False
                 del self._in_flight[job.key()]
                 self._held[client] -= 1
                 if not self._held[client]:
@@ -148,7 +137,7 @@ class Scheduler:
             seconds = time.perf_counter() - started
             self._typical_seconds = 0.8 * self._typical_seconds + 0.2 * seconds
             self.runs += 1
-            return Outcome(result, seconds * 1000, attempt)
+            return Outcome(result=result, elapsed_ms=seconds * 1000, attempts=attempt)
         raise ConfirmUnavailableError(
             f"the torch.distributed run failed ({fault}); the pool was rebuilt"
             f" ({self.pool.message}). Try again in a few seconds."

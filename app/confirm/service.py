@@ -21,8 +21,8 @@ from pydantic import BaseModel, Field
 
 from app.confirm.frames import FrameError, read_frame, write_frame
 from app.confirm.host import PoolHost, off_reason, open_lock, socket_path
-from app.confirm.jobs import DistributedResult, Job
-from app.confirm.pool import ConfirmBusyError, ConfirmUnavailableError, Outcome
+from app.confirm.jobs import Job, Outcome
+from app.confirm.pool import ConfirmError, ConfirmUnavailableError
 from app.settings import Settings
 
 log = logging.getLogger("atlas.confirm")
@@ -128,30 +128,16 @@ class ConfirmService:
                 return
 
     async def submit(self, job: Job, client: str) -> Outcome:
-        """Run a job on the shared pool in ``client``'s turn. Raises ConfirmUnavailableError or
-        ConfirmBusyError."""
+        """Run a job on the shared pool in ``client``'s turn. Raises ConfirmError (429 or 503)."""
         if self.role == "off":
             raise ConfirmUnavailableError(self._off_message)
-        if job.world_size > self.settings.confirm_world_size:
-            raise ConfirmUnavailableError(
-                f"this server's pool runs at most {self.settings.confirm_world_size} ranks"
-            )
         settings = self.settings
         # Long enough for a start, a failed job, a rebuild and the retry; never forever.
         patience = 2 * settings.confirm_start_timeout_s + 3 * settings.confirm_job_timeout_s
         answer = await self._ask({"op": "run", "job": job.model_dump(), "client": client}, patience)
-        if "busy" in answer:
-            busy = answer["busy"]
-            raise ConfirmBusyError(int(busy["retry_after"]), str(busy["reason"]))
-        if "unavailable" in answer:
-            raise ConfirmUnavailableError(str(answer["unavailable"]))
-        done = answer["ok"]
-        return Outcome(
-            result=DistributedResult.model_validate(done["result"]),
-            elapsed_ms=float(done["elapsed_ms"]),
-            attempts=int(done["attempts"]),
-            cached=bool(done["cached"]),
-        )
+        if "error" in answer:
+            raise ConfirmError(*answer["error"])
+        return Outcome.model_validate(answer["ok"])
 
     async def status(self) -> ServiceStatus:
         """The pool's state as seen from this worker; concurrent callers share one request."""

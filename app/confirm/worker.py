@@ -158,7 +158,6 @@ def run_rank(job: Job, rank: int, replicas: Replicas) -> RankReport:
     runs = {mode: run_mode(mode, job, rank, replicas, total) for mode in MODES}
     return RankReport(
         rank=rank,
-        pid=os.getpid(),
         count=job.rank_count(rank),
         total=total,
         runs=runs,
@@ -169,7 +168,7 @@ def run_rank(job: Job, rank: int, replicas: Replicas) -> RankReport:
 def warm_job(world_size: int) -> Job:
     """A small job for each group: the first DDP construction and backward are the slow ones."""
     batch = Microbatch(targets=[9.0, 7.0], weights=[1.0, 1.0])
-    return Job(ranks=[[batch, batch]] * world_size, eta=0.1, w=10.0, accumulation=True)
+    return Job(ranks=[[batch, batch]] * world_size, eta=0.1, w=10.0, form="accumulation")
 
 
 # ---- the warm pool -------------------------------------------------------------------------
@@ -226,7 +225,7 @@ def serve_rank(rank: int, fd: int, args: argparse.Namespace) -> None:
     for size, group in groups.items():
         replicas[size] = make_replicas(group)
         run_rank(warm_job(size), rank, replicas[size])
-    send(stream, {"event": "ready", "rank": rank, "pid": os.getpid(), "torch": TORCH_VERSION})
+    send(stream, {"event": "ready", "torch": TORCH_VERSION})
     while (message := receive(stream)) is not None:
         job = Job.model_validate(message)
         try:

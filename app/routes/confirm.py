@@ -1,6 +1,6 @@
 """The real torch.distributed confirmation: JSON API, pool status, and the lab's panel."""
 
-from typing import Annotated, cast
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Body, Request
 from fastapi.exceptions import RequestValidationError
@@ -10,8 +10,8 @@ from starlette.datastructures import QueryParams
 from starlette.responses import Response
 
 from app.confirm.check import ConfirmResponse, confirm_response
-from app.confirm.convert import JobError, job_from_request
-from app.confirm.pool import ConfirmBusyError, ConfirmUnavailableError
+from app.confirm.convert import job_from_request
+from app.confirm.pool import ConfirmError
 from app.confirm.service import ConfirmService, ServiceStatus
 from app.confirm.view import ConfirmView, confirm_view
 from app.engine import EngineError
@@ -33,16 +33,6 @@ class ConfirmProblem(BaseModel):
     detail: str
 
 
-class ConfirmFailedError(Exception):
-    """A confirmation that ended without a result: its HTTP status and message."""
-
-    def __init__(self, status: int, detail: str, retry_after: int | None = None) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-        self.retry_after = retry_after
-
-
 def service(request: Request) -> ConfirmService:
     return cast(ConfirmService, request.app.state.confirm)
 
@@ -59,30 +49,25 @@ def client_key(request: Request) -> str:
 
 
 async def run_confirmation(request: Request, body: GradientRequest) -> ConfirmResponse:
-    """Engine first (it validates), then the same update on the pool. Raises on any failure."""
-    try:
-        engine = compute(body)
-    except EngineError as error:
-        raise RequestValidationError(engine_error_detail(error)) from error
+    """Engine first (it validates), then the same update on the pool. Raises
+    RequestValidationError, or ConfirmError when the pool cannot run it now."""
     confirm = service(request)
     try:
+        compute(body)
         job, notes = job_from_request(body, confirm.settings.confirm_world_size)
-    except JobError as error:
-        raise RequestValidationError(
-            engine_error_detail(EngineError(error.field, error.message))
-        ) from error
-    try:
-        outcome = await confirm.submit(job, client_key(request))
-    except ConfirmBusyError as busy:
-        raise ConfirmFailedError(429, str(busy), busy.retry_after) from busy
-    except ConfirmUnavailableError as unavailable:
-        raise ConfirmFailedError(503, unavailable.message, unavailable.retry_after) from unavailable
-    return confirm_response(job, engine, outcome, notes)
+    except EngineError as error:
+        raise RequestValidationError(engine_error_detail(error)) from error
+    return confirm_response(job, await confirm.submit(job, client_key(request)), notes)
 
 
-def problem(request: Request, failed: ConfirmFailedError) -> Response:
-    headers = {"Retry-After": str(failed.retry_after)} if failed.retry_after else None
-    return error_response(request.scope, failed.status, failed.detail, headers)
+def refusal(description: str) -> dict[str, Any]:
+    """An OpenAPI response of a confirmation that did not run, with its Retry-After."""
+    retry_after = {"description": "Seconds to wait", "schema": {"type": "integer"}}
+    return {
+        "model": ConfirmProblem,
+        "description": description,
+        "headers": {"Retry-After": retry_after},
+    }
 
 
 @router.post(
@@ -90,26 +75,14 @@ def problem(request: Request, failed: ConfirmFailedError) -> Response:
     response_model=ConfirmResponse,
     responses={
         **BODY_RESPONSES,
-        429: {
-            "model": ConfirmProblem,
-            "description": (
-                "This client already has ATLAS_CONFIRM_CLIENT_LIMIT confirmations waiting or"
-                " running, or the whole queue is full; retry after the given seconds."
-            ),
-            "headers": {
-                "Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}
-            },
-        },
-        503: {
-            "model": ConfirmProblem,
-            "description": (
-                "torch is not installed, the confirmation is off, the pool failed, or its owner"
-                " is starting or busy (then with Retry-After)."
-            ),
-            "headers": {
-                "Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}
-            },
-        },
+        429: refusal(
+            "This client already has ATLAS_CONFIRM_CLIENT_LIMIT confirmations waiting or running,"
+            " or the whole queue is full; retry after the given seconds."
+        ),
+        503: refusal(
+            "torch is not installed, the confirmation is off, the pool failed, or its owner is"
+            " starting or busy (then with Retry-After)."
+        ),
     },
 )
 async def confirm_api(
@@ -119,8 +92,9 @@ async def confirm_api(
     """Run the update on real DistributedDataParallel (gloo, CPU) and compare with the engine."""
     try:
         return await run_confirmation(request, body)
-    except ConfirmFailedError as failed:
-        return problem(request, failed)
+    except ConfirmError as error:
+        headers = {"Retry-After": str(error.retry_after)} if error.retry_after else None
+        return error_response(request.scope, error.status, error.detail, headers)
 
 
 @router.get("/api/confirm/status", response_model=ServiceStatus)
@@ -151,9 +125,9 @@ async def confirm_lab(request: Request) -> Response:
         except RequestValidationError as invalid:
             view = ConfirmView(error=str(invalid.errors()[0]["msg"]))
             status = 422
-        except ConfirmFailedError as failed:
-            view = ConfirmView(error=failed.detail, retry_after=failed.retry_after)
-            status = failed.status
+        except ConfirmError as error:
+            view = ConfirmView(error=error.detail, retry_after=error.retry_after)
+            status = error.status
     if request.headers.get("HX-Request") == "true":
         context = {**lab_context, "confirm": view}
         response = templates_of(request).TemplateResponse(
