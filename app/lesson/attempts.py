@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from itsdangerous import BadSignature, URLSafeSerializer
+from itsdangerous import URLSafeSerializer
 
-from app.lesson.quiz import Question, Verdict, check
+from app.lesson.quiz import Question, Verdict, check, read_signed
 
 # Wrong answers a question takes before it shows its answer.
 TRIES = 2
@@ -80,14 +80,7 @@ def read_log(
     token: str | None, secret_key: str, questions: Sequence[Question]
 ) -> dict[str, Attempts]:
     """The attempts a cookie holds; a missing, forged or malformed cookie counts as none."""
-    if not token:
-        return {}
-    try:
-        data = URLSafeSerializer(secret_key, salt=_SALT).loads(token)
-    except BadSignature:
-        return {}
-    if not isinstance(data, dict):
-        return {}
+    data = read_signed(token, secret_key, _SALT)
     options = {q.id: len(q.options) for q in questions}
     log: dict[str, Attempts] = {}
     for qid, entry in data.items():

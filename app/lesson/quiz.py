@@ -181,14 +181,25 @@ def score(results: Mapping[str, bool], questions: Sequence[Question]) -> Score:
     return Score(correct=sum(known), answered=len(known), total=len(questions))
 
 
-def _signer(secret_key: str, lesson_id: str) -> URLSafeSerializer:
+def read_signed(token: str | None, secret_key: str, salt: str) -> dict[str, object]:
+    """The dict a signed cookie value holds; a missing, forged or malformed one holds none."""
+    if not token:
+        return {}
+    try:
+        data = URLSafeSerializer(secret_key, salt=salt).loads(token)
+    except BadSignature:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _score_salt(lesson_id: str) -> str:
     # Scores are kept per lesson: lessons share question ids (section-11…), not their results.
-    return URLSafeSerializer(secret_key, salt=f"{_SCORE_SALT}:{lesson_id}")
+    return f"{_SCORE_SALT}:{lesson_id}"
 
 
 def sign_results(results: Mapping[str, bool], secret_key: str, lesson_id: str) -> str:
     """The per-question results of lesson ``lesson_id`` as a signed, URL-safe cookie value."""
-    return _signer(secret_key, lesson_id).dumps(dict(results))
+    return URLSafeSerializer(secret_key, salt=_score_salt(lesson_id)).dumps(dict(results))
 
 
 def read_results(
@@ -196,13 +207,6 @@ def read_results(
 ) -> dict[str, bool]:
     """The results a cookie holds for lesson ``lesson_id``; a missing, forged or malformed
     cookie, or one signed for another lesson, counts as none."""
-    if not token:
-        return {}
-    try:
-        data = _signer(secret_key, lesson_id).loads(token)
-    except BadSignature:
-        return {}
-    if not isinstance(data, dict):
-        return {}
+    data = read_signed(token, secret_key, _score_salt(lesson_id))
     known = {q.id for q in questions}
     return {k: v for k, v in data.items() if k in known and isinstance(v, bool)}

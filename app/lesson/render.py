@@ -9,8 +9,8 @@ Raw HTML in the content is escaped, never passed through.
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import Generic, Literal, TypeVar
 
 from markupsafe import Markup
 
@@ -36,19 +36,25 @@ class HtmlBlock:
     kind: Literal["html"] = "html"
 
 
+Cell = TypeVar("Cell", bound=str)
+
+
 @dataclass(frozen=True, slots=True)
-class Table:
-    """A table recovered from flat lines; cells are rendered Markdown, symbols with scripts."""
+class Table(Generic[Cell]):
+    """A table recovered from flat lines: as found, its cells are Markdown (``Table[str]``);
+    as shown, rendered Markdown, symbols with scripts (``Table[Markup]``)."""
 
     name: Literal["symbols", "specifications", "interfaces"]
-    caption: Markup
+    caption: Cell
     columns: tuple[str, ...]
-    rows: tuple[tuple[Markup, ...], ...]
+    rows: tuple[tuple[Cell, ...], ...]
     caption_visible: bool = True
     kind: Literal["table"] = "table"
 
 
-Block = HtmlBlock | Table
+Block = HtmlBlock | Table[Markup]
+# A section's chunks before Markdown is rendered: Markdown runs, display math, tables as found.
+Part = str | Markup | Table[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,45 +167,20 @@ def _spec_rows(chunks: Sequence[str]) -> bool:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _RawTable:
-    """A table as found in the source: cells are Markdown, rendered once the symbols are known."""
-
-    name: Literal["symbols", "specifications", "interfaces"]
-    caption: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    caption_visible: bool = True
-
-
-@dataclass
-class _Draft:
-    """A section's chunks sorted into Markdown runs and tables, before Markdown is rendered."""
-
-    parts: list[str | _RawTable | Markup] = field(default_factory=list)
-
-    def text(self, chunk: str) -> None:
-        if self.parts and type(self.parts[-1]) is str:  # Markup is a str too: keep it apart
-            self.parts[-1] += "\n\n" + chunk
-        else:
-            self.parts.append(chunk)
-
-
-def _draft(section: Section) -> _Draft:
-    chunks = paragraphs(section.markdown)[1:]  # the first chunk is the heading
-    draft = _Draft()
+def _draft(section: Section) -> list[Part]:
+    """The section's chunks (all but its heading) sorted into Markdown runs and tables: cells
+    are rendered once the symbols of every table are known."""
+    chunks = paragraphs(section.markdown)[1:]
     if _spec_rows(chunks):
         rows = tuple(tuple(chunks[i : i + 3]) for i in range(0, len(chunks), 3))
         columns = ("Specification", "Value", "Note")
-        draft.parts.append(
-            _RawTable("specifications", section.title, columns, rows, caption_visible=False)
-        )
-        return draft
+        return [Table("specifications", section.title, columns, rows, caption_visible=False)]
+    parts: list[Part] = []
     i = 0
     while i < len(chunks):
         chunk = chunks[i]
         if math := _DISPLAY_MATH.match(chunk):
-            draft.parts.append(_display_math(math.group("latex")))
+            parts.append(_display_math(math.group("latex")))
             i += 1
         elif chunk == SYMBOLS_LINE and _symbol_row(chunks, i + 1):
             i += 1
@@ -208,26 +189,23 @@ def _draft(section: Section) -> _Draft:
                 symbol_rows.append(tuple(chunks[i : i + 3]))
                 i += 3
             columns = ("Symbol", "Meaning", "Unit")
-            draft.parts.append(_RawTable("symbols", SYMBOLS_LINE, columns, tuple(symbol_rows)))
+            parts.append(Table("symbols", SYMBOLS_LINE, columns, tuple(symbol_rows)))
         elif _INTERFACE.match(chunk) and i + 1 < len(chunks) and _one_line(chunk):
             interface_rows = []
             while i + 1 < len(chunks) and (head := _INTERFACE.match(chunks[i])):
                 interface_rows.append((head["name"], head["direction"], chunks[i + 1]))
                 i += 2
             columns = ("Interface", "Direction", "Carries")
-            draft.parts.append(
-                _RawTable(
-                    "interfaces",
-                    section.title,
-                    columns,
-                    tuple(interface_rows),
-                    caption_visible=False,
-                )
-            )
+            rows = tuple(interface_rows)
+            parts.append(Table("interfaces", section.title, columns, rows, caption_visible=False))
         else:
-            draft.text(chunk)
+            last = parts[-1] if parts else None
+            if type(last) is str:  # Markup is a str too: display math stays apart
+                parts[-1] = last + "\n\n" + chunk
+            else:
+                parts.append(chunk)
             i += 1
-    return draft
+    return parts
 
 
 def _display_math(latex: str) -> Markup:
@@ -238,13 +216,13 @@ def _display_math(latex: str) -> Markup:
 
 
 def _listed_symbols(
-    drafts: Iterable[_Draft], forms: Mapping[str, Symbol | None]
+    drafts: Iterable[list[Part]], forms: Mapping[str, Symbol | None]
 ) -> dict[str, Symbol]:
     """The symbols of the "Symbols and units" lists that the record's formulas define."""
     found: dict[str, Symbol] = {}
     for draft in drafts:
-        for part in draft.parts:
-            if isinstance(part, _RawTable) and part.name == "symbols":
+        for part in draft:
+            if isinstance(part, Table) and part.name == "symbols":
                 for row in part.rows:
                     for symbol in symbol_forms(row[0], forms):
                         if isinstance(symbol, Symbol):
@@ -252,7 +230,9 @@ def _listed_symbols(
     return found
 
 
-def _table(raw: _RawTable, md: LessonMarkdown, forms: Mapping[str, Symbol | None]) -> Table:
+def _table(
+    raw: Table[str], md: LessonMarkdown, forms: Mapping[str, Symbol | None]
+) -> Table[Markup]:
     rows = []
     for row in raw.rows:
         cells = [md.inline(cell) for cell in row]
@@ -331,8 +311,8 @@ def render_lesson(lesson: Lesson, local_links: Mapping[str, str] | None = None) 
         question = None
         blocks: list[Block] = []
         if section.id in drafts:
-            for part in drafts[section.id].parts:
-                if isinstance(part, _RawTable):
+            for part in drafts[section.id]:
+                if isinstance(part, Table):
                     blocks.append(_table(part, md, forms))
                 elif isinstance(part, Markup):
                     blocks.append(HtmlBlock(part))
