@@ -236,3 +236,51 @@ def test_a_change_through_one_worker_reaches_streams_on_the_other(two_workers: S
                     await pupil.aclose()
 
     asyncio.run(run())
+
+
+def test_a_students_htmx_answer_shows_what_their_stream_shows(one_worker: Server) -> None:
+    # The answer's acknowledgement reads only the class and that student; the stream renders
+    # the same part from the whole class's snapshot: the page must look the same either way.
+    first: Question = questions()[0]
+    lab = {"counts": "2,6", "means": "1,3", "eta": "0.1", "w": "10"}
+    htmx = {"HX-Request": "true"}
+
+    async def run() -> None:
+        async with httpx.AsyncClient(base_url=one_worker.url, timeout=30) as host:
+            code = await start_class(host)
+            await host.post(f"/class/{code}/lab", data=lab)
+            await host.post(f"/class/{code}/ask", data={"question": first.id})
+            others = [await join(one_worker.url, code, name) for name in ("Bo", "Cy")]
+            for other in others:
+                await other.post(
+                    f"/class/{code}/answer", data={"question": first.id, "choice": "1"}
+                )
+            ada = await join(one_worker.url, code, "Ada")
+            await ada.post(f"/class/{code}/share", data={**lab, "w": "3"})
+            events: asyncio.Queue[Event] = asyncio.Queue()
+            reader = asyncio.create_task(follow(ada, f"/class/{code}/events", events))
+            try:
+                await next_event(events)
+                choice = str(first.answer_number)
+                sent = await ada.post(
+                    f"/class/{code}/answer",
+                    data={"question": first.id, "choice": choice},
+                    headers=htmx,
+                )
+                assert sent.status_code == 200
+                assert f'value="{choice}" required checked' in sent.text
+                assert "live-hint" in sent.text  # her own shared state
+                assert 'data-value="w-new"' in sent.text  # the class's
+                shown = await until(events, lambda e: "checked" in e.data)
+                assert shown.data == sent.text.rstrip("\n")
+
+                await host.post(f"/class/{code}/reveal")
+                revealed = await until(events, lambda e: "class-verdict" in e.data)
+                page = await ada.get(f"/class/{code}", headers=htmx)
+                assert revealed.data == page.text.rstrip("\n")
+            finally:
+                reader.cancel()
+                for client in (ada, *others):
+                    await client.aclose()
+
+    asyncio.run(run())

@@ -178,7 +178,7 @@ def screen_stream(request: Request, class_id: int) -> EventSourceResponse:
 
 def student_stream(request: Request, class_id: int, participant_id: int) -> EventSourceResponse:
     def made(snapshot: Snapshot) -> tuple[object, str, Callable[[], str]] | None:
-        student = snapshot.student(participant_id)
+        student = snapshot.students.get(participant_id)
         if student is None:
             return None
         view = student_view(snapshot, student)

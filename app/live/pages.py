@@ -6,7 +6,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from app.live.service import LiveService, Snapshot, Student
+from app.live.service import ClassState, LiveService, Snapshot, Student
 from app.live.view import (
     distribution,
     qr_svg,
@@ -25,11 +25,11 @@ def service_of(request: Request) -> LiveService:
     return service
 
 
-def lesson_path(request: Request, snapshot: Snapshot) -> str:
+def lesson_path(request: Request, state: ClassState) -> str:
     """The lesson page the class follows, under the app's address."""
     root = request.scope.get("root_path", "")
     if service_of(request).course.folder:
-        return f"{root}/learn/{snapshot.lesson.slug}/"
+        return f"{root}/learn/{state.lesson.slug}/"
     return f"{root}/"
 
 
@@ -70,15 +70,15 @@ def screen_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
-def student_context(request: Request, snapshot: Snapshot, student: Student) -> dict[str, Any]:
+def student_context(request: Request, state: ClassState, student: Student) -> dict[str, Any]:
     return {
         "request": request,
-        "code": snapshot.code,
-        "ended": snapshot.ended,
-        "view": student_view(snapshot, student),
-        "lab": shared_lab(snapshot.lab_query, lesson_path(request, snapshot)),
-        "own_lab": shared_lab(student.shared_query, lesson_path(request, snapshot)),
-        "has_lab": snapshot.lesson.parts.gradient_lab,
+        "code": state.code,
+        "ended": state.ended,
+        "view": student_view(state, student),
+        "lab": shared_lab(state.lab_query, lesson_path(request, state)),
+        "own_lab": shared_lab(student.shared_query, lesson_path(request, state)),
+        "has_lab": state.lesson.parts.gradient_lab,
     }
 
 

@@ -385,13 +385,15 @@ async def _student(request: Request, code: str) -> tuple[LiveClass, Participant]
 async def _student_page(
     request: Request, live: LiveClass, student: Participant, **extra: Any
 ) -> Response:
-    snapshot = await _snapshot(request, live)
-    if isinstance(snapshot, Response):
-        return snapshot
-    me = snapshot.student(student.id)
+    """The student's page, or its live part for htmx, from the class's row and their own answers
+    (it shows nothing of the other students, so it reads none of them)."""
+    found = await service_of(request).student_state(live.id, student.id)
+    if found is None:
+        return _missing(request, "This class has just been deleted.")
+    state, me = found
     if me is None:
         return _see(request, "join_code", code=live.code)
-    context = {**student_context(request, snapshot, me), **extra}
+    context = {**student_context(request, state, me), **extra}
     status_code = extra["error"].status if extra.get("error") else 200
     if request.headers.get("HX-Request") == "true":
         context["request"] = request

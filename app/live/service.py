@@ -6,7 +6,8 @@ A refusal is a :class:`LiveError` naming the form field and the HTTP status the 
 
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
@@ -41,10 +42,9 @@ class Student:
 
 
 @dataclass(frozen=True, slots=True)
-class Snapshot:
-    """Everything a class's pages show now, read in one transaction."""
+class ClassState:
+    """The class itself as its pages show it now, from its row."""
 
-    id: int
     code: str
     lesson: CourseLesson
     version: int
@@ -55,11 +55,13 @@ class Snapshot:
     lab_query: str
     screen_query: str
     host_token: str
-    students: tuple[Student, ...]
-    by_id: Mapping[int, Student] = field(default_factory=dict)
 
-    def student(self, participant_id: int) -> Student | None:
-        return self.by_id.get(participant_id)
+
+@dataclass(frozen=True, slots=True)
+class Snapshot(ClassState):
+    """Everything a class's pages show now, read in one transaction."""
+
+    students: Mapping[int, Student]  # by id, in the order they joined
 
 
 class LiveService:
@@ -93,34 +95,57 @@ class LiveService:
     async def snapshot(self, class_id: int, *, for_feed: bool = False) -> Snapshot | None:
         """The class as its pages show it now; None once it is deleted. ``for_feed``: read for
         all of a worker's streams, on the store's connections kept for that."""
+        read = await self._read(class_id, None, for_feed)
+        if read is None:
+            return None
+        live, students = read
+        return Snapshot(**self._state(live), students=students)
+
+    async def student_state(
+        self, class_id: int, participant_id: int
+    ) -> tuple[ClassState, Student | None] | None:
+        """The class and one student as that student's page shows them: the class's row and
+        the student's own answers, not the whole class's (an answer's acknowledgement reads
+        this). None once the class is deleted; no student once they are removed."""
+        read = await self._read(class_id, participant_id, False)
+        if read is None:
+            return None
+        live, students = read
+        return ClassState(**self._state(live)), students.get(participant_id)
+
+    async def _read(
+        self, class_id: int, participant_id: int | None, for_feed: bool
+    ) -> tuple[LiveClass, dict[int, Student]] | None:
+        """The class's row and its students (or the one student) with their answers."""
         async with self.db.feed_session() if for_feed else self.db.session() as session:
             live = await session.get(LiveClass, class_id)
             if live is None:
                 return None
-            roster = await store.roster(session, class_id)
-        lesson = self.lesson_of(live)
+            roster = await store.roster(session, class_id, participant_id)
         answers: dict[int, dict[str, tuple[int, bool]]] = {}
-        for participant_id, question, choice, correct in roster.answers:
-            answers.setdefault(participant_id, {})[question] = (choice, correct)
-        students = tuple(
-            Student(who, nickname, shared, answers.get(who, {}))
+        for who, question, choice, correct in roster.answers:
+            answers.setdefault(who, {})[question] = (choice, correct)
+        students = {
+            who: Student(who, nickname, shared, answers.get(who, {}))
             for who, nickname, shared in roster.participants
-        )
-        return Snapshot(
-            id=live.id,
-            code=live.code,
-            lesson=lesson,
-            version=live.version,
-            ended=live.ended_at is not None,
-            question=lesson.rendered.question(live.question) if live.question else None,
-            phase=live.phase,
-            show_live=live.show_live,
-            lab_query=live.lab_query,
-            screen_query=live.screen_query,
-            host_token=live.host_token,
-            students=students,
-            by_id={student.id: student for student in students},
-        )
+        }
+        return live, students
+
+    def _state(self, live: LiveClass) -> dict[str, Any]:
+        """The fields of :class:`ClassState` from the class's row."""
+        lesson = self.lesson_of(live)
+        return {
+            "code": live.code,
+            "lesson": lesson,
+            "version": live.version,
+            "ended": live.ended_at is not None,
+            "question": lesson.rendered.question(live.question) if live.question else None,
+            "phase": live.phase,
+            "show_live": live.show_live,
+            "lab_query": live.lab_query,
+            "screen_query": live.screen_query,
+            "host_token": live.host_token,
+        }
 
     async def participant(self, live: LiveClass, token: str | None) -> Participant | None:
         if not token:

@@ -237,18 +237,24 @@ class Roster:
     answers: Sequence[tuple[int, str, int, bool]]  # participant_id, question, choice, correct
 
 
-async def roster(session: AsyncSession, class_id: int) -> Roster:
-    participants = await session.execute(
+async def roster(session: AsyncSession, class_id: int, participant_id: int | None = None) -> Roster:
+    """The class's students with their answers; ``participant_id``: that student alone (their
+    answers found by their own index, not among the whole class's)."""
+    participants = (
         select(Participant.id, Participant.nickname, Participant.shared_query)
         .where(Participant.class_id == class_id)
         .order_by(Participant.joined_at, Participant.id)
     )
-    answers = await session.execute(
-        select(Answer.participant_id, Answer.question, Answer.choice, Answer.correct)
-        .where(Answer.class_id == class_id)
-        .order_by(Answer.id)
+    answers = select(Answer.participant_id, Answer.question, Answer.choice, Answer.correct)
+    if participant_id is None:
+        answers = answers.where(Answer.class_id == class_id)
+    else:
+        participants = participants.where(Participant.id == participant_id)
+        answers = answers.where(Answer.participant_id == participant_id)
+    return Roster(
+        (await session.execute(participants)).all(),
+        (await session.execute(answers.order_by(Answer.id))).all(),
     )
-    return Roster(participants.all(), answers.all())
 
 
 async def export_rows(session: AsyncSession, class_id: int) -> Sequence[tuple[str, Answer]]:

@@ -15,7 +15,7 @@ from markupsafe import Markup
 from app.lab.panel import lab_panel
 from app.lab.view import LabView
 from app.lesson.render import RenderedQuestion
-from app.live.service import Snapshot, Student
+from app.live.service import ClassState, Snapshot, Student
 
 
 def plural(count: int, one: str, many: str | None = None) -> str:
@@ -82,7 +82,7 @@ def distribution(snapshot: Snapshot) -> Distribution | None:
         return None
     qid = question.question.id
     counts = [0] * len(question.options_html)
-    for student in snapshot.students:
+    for student in snapshot.students.values():
         given = student.answers.get(qid)
         if given is not None and 1 <= given[0] <= len(counts):
             counts[given[0] - 1] += 1
@@ -128,7 +128,7 @@ class RosterRow:
 def roster(snapshot: Snapshot) -> tuple[RosterRow, ...]:
     qid = snapshot.question.question.id if snapshot.question else None
     rows = []
-    for student in snapshot.students:
+    for student in snapshot.students.values():
         given = student.answers.get(qid) if qid else None
         right = sum(1 for _, correct in student.answers.values() if correct)
         rows.append(
@@ -182,18 +182,18 @@ class StudentView:
         return (qid, self.chosen, self.can_answer, self.revealed, self.note)
 
 
-def student_view(snapshot: Snapshot, student: Student) -> StudentView:
-    question = snapshot.question
+def student_view(state: ClassState, student: Student) -> StudentView:
+    question = state.question
     given = student.answers.get(question.question.id) if question else None
-    revealed = question is not None and snapshot.phase == "revealed"
-    can_answer = question is not None and snapshot.phase == "open" and not snapshot.ended
-    if snapshot.ended:
+    revealed = question is not None and state.phase == "revealed"
+    can_answer = question is not None and state.phase == "open" and not state.ended
+    if state.ended:
         note = "This class has ended. Thank you for taking part."
     elif question is None:
         note = "Waiting for the instructor's first question."
     elif revealed:
         note = "" if given else "You did not answer this question."
-    elif snapshot.phase == "paused":
+    elif state.phase == "paused":
         note = "The instructor has paused answering."
     elif given:
         note = f"Your answer: option {given[0]}. You may change it while answering is open."
