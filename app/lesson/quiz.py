@@ -129,6 +129,17 @@ def check(question: Question, chosen: int) -> Verdict:
     return Verdict(question=question, chosen=chosen, correct=chosen == question.answer_number)
 
 
+def read_question(questions: Sequence[Question], form: Mapping[str, Sequence[object]]) -> Question:
+    """The question the form's ``question`` field names; :class:`AnswerError` if none."""
+    by_id = {q.id: q for q in questions}
+    asked = _single(form, "question", None)
+    question = by_id.get(asked)
+    if question is None:
+        known = ", ".join(by_id)
+        raise AnswerError("question", f"unknown question {asked[:40]!r} (expected one of {known})")
+    return question
+
+
 def read_answer(
     questions: Sequence[Question], form: Mapping[str, Sequence[object]]
 ) -> tuple[Question, int]:
@@ -136,12 +147,7 @@ def read_answer(
 
     Raises :class:`AnswerError` naming the field: missing, repeated, unknown or out of range.
     """
-    by_id = {q.id: q for q in questions}
-    asked = _single(form, "question", None)
-    question = by_id.get(asked)
-    if question is None:
-        known = ", ".join(by_id)
-        raise AnswerError("question", f"unknown question {asked[:40]!r} (expected one of {known})")
+    question = read_question(questions, form)
     raw = _single(form, "choice", question, missing="no option was chosen; pick one of them")
     count = len(question.options)
     if not raw.isascii() or not raw.isdigit():

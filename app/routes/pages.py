@@ -1,6 +1,6 @@
 """The lesson page and its quiz answers: one URL, a whole page or (htmx) one question's feedback."""
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI, Request
@@ -9,8 +9,7 @@ from starlette.responses import Response
 
 from app.lab.panel import page_context
 from app.lesson.attempts import Attempts, progress, sign_log
-from app.lesson.quiz import AnswerError, Question, check, read_answer, sign_results
-from app.lesson.render import RenderedLesson
+from app.lesson.quiz import AnswerError, check, read_answer, read_question, sign_results
 from app.routes import lesson_page
 from app.routes.lesson_page import (
     ATTEMPTS_COOKIE,
@@ -70,17 +69,6 @@ QUIZ_FORM = {
 }
 
 
-def _reveal_target(lesson: RenderedLesson, form: Mapping[str, Sequence[object]]) -> Question:
-    """The question whose answer is asked for (no option needed)."""
-    asked = form.get("question", ())
-    question_id = asked[0] if len(asked) == 1 and isinstance(asked[0], str) else None
-    item = lesson.question(question_id.strip()) if question_id else None
-    if item is None:
-        known = ", ".join(q.question.id for q in lesson.questions)
-        raise AnswerError("question", f"unknown question (expected one of {known})")
-    return item.question
-
-
 @router.post(
     "/quiz",
     response_class=HTMLResponse,
@@ -92,6 +80,7 @@ async def answer_quiz(request: Request) -> Response:
     """Check one answer (or show the answer): the question's feedback for htmx, else a 303 to the
     page at that question, which shows the same feedback from the attempts cookie."""
     lesson = lesson_page.rendered(request)
+    questions = [q.question for q in lesson.questions]
     results = lesson_page.results(request)
     log = lesson_page.attempts(request)
     lab = page_context(request.query_params)
@@ -99,12 +88,12 @@ async def answer_quiz(request: Request) -> Response:
     fields = {name: form.getlist(name) for name in ("question", "choice", "reveal")}
     try:
         if fields["reveal"]:
-            question = _reveal_target(lesson, fields)
+            question = read_question(questions, fields)
             log[question.id] = log.get(question.id, Attempts()).revealed()
             # Shown before any answer: the score counts it as not correct.
             results.setdefault(question.id, False)
         else:
-            question, chosen = read_answer([q.question for q in lesson.questions], fields)
+            question, chosen = read_answer(questions, fields)
             log[question.id] = log.get(question.id, Attempts()).answered(chosen)
             # The score records the first answer only.
             results.setdefault(question.id, check(question, chosen).correct)
