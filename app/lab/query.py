@@ -100,29 +100,15 @@ RING_DEFAULT_STATE = RingRequest.model_validate(
 )
 
 
-def _values(query: Mapping[str, str], name: str) -> list[str]:
-    getlist = getattr(query, "getlist", None)
-    if getlist is not None:
-        return [str(v) for v in getlist(name)]
-    return [query[name]] if name in query else []
-
-
 Params = dict[str, list[str]]
 
 
 def _params(query: Mapping[str, str]) -> Params:
-    """Every parameter's values in order (what ``_values`` gives per name), in one pass."""
+    """Every parameter's values in order (a form or query can repeat a name), in one pass."""
     multi_items = getattr(query, "multi_items", None)
-    if multi_items is None:
-        return {name: _values(query, name) for name in query}
     params: Params = {}
-    for name, value in multi_items():
-        text = value if type(value) is str else str(value)
-        values = params.get(name)
-        if values is None:
-            params[name] = [text]
-        else:
-            values.append(text)
+    for name, value in multi_items() if multi_items is not None else query.items():
+        params.setdefault(name, []).append(str(value))
     return params
 
 
@@ -140,10 +126,6 @@ def _last(params: Params, name: str, default: str) -> str:
 
 def format_number(value: float) -> str:
     """Shortest text that reads back as the same float; integers without a decimal point."""
-    if type(value) is float:
-        if value.is_integer() and -1e15 < value < 1e15:
-            return str(int(value))
-        return repr(value)
     if value == int(value) and abs(value) < 1e15:
         return str(int(value))
     return repr(value)
@@ -158,14 +140,6 @@ def _number(text: str) -> float | str:
         return float(text)
     except ValueError:
         return text
-
-
-def _numbers(texts: Sequence[str]) -> list[float | str]:
-    """``_number`` of each text, in one ``map`` while every text is a number (as it mostly is)."""
-    try:
-        return list(map(float, texts))
-    except ValueError:
-        return [_number(text) for text in texts]
 
 
 def _whole(text: str) -> int | str:
@@ -190,8 +164,8 @@ def lab_input(form: LabForm) -> dict[str, Any]:
     common = {"eta": _number(form.eta), "w": _number(form.w)}
     if form.mode == "means":
         return {
-            "counts": _numbers(form.counts_or_targets),
-            "means": _numbers(form.means_or_weights),
+            "counts": [_number(text) for text in form.counts_or_targets],
+            "means": [_number(text) for text in form.means_or_weights],
             **common,
         }
     targets = [_number_list(text) for text in form.counts_or_targets]
