@@ -13,6 +13,7 @@ from typing import cast
 from app.engine import AccumulationResult, accumulate
 from app.lab.fields import FieldError
 from app.lab.numbers import fmt
+from app.lab.query import last, params_of
 from app.lab.state import GradientRequest
 
 PARAM = "acc_m"
@@ -25,11 +26,7 @@ def read(query: Mapping[str, str]) -> tuple[str, int | None, FieldError | None]:
     """The microbatches-per-rank field as typed, its value, or the error at the field."""
     if PARAM not in query:
         return str(DEFAULT), DEFAULT, None  # every means-form request
-    getlist = getattr(query, "getlist", None)
-    values = [str(v) for v in getlist(PARAM)] if getlist is not None else []
-    if getlist is None and PARAM in query:
-        values = [str(query[PARAM])]
-    raw = values[-1].strip() if values else str(DEFAULT)
+    raw = last(params_of(query), PARAM, str(DEFAULT))
     if not raw.isascii() or not raw.isdigit() or not LOW <= int(raw[:3]) <= HIGH or len(raw) > 3:
         message = f"microbatches per rank M: a whole number from {LOW} to {HIGH}, not {raw[:20]!r}"
         return raw, None, FieldError(PARAM, INPUT_ID, message)

@@ -33,12 +33,12 @@ from app.lab.view import (
     LabCharts,
     LabDetails,
     LabView,
-    RingView,
     lab_charts,
     lab_details,
     lab_view,
     ring_view,
 )
+from app.lab.worked import RingWords
 
 ParsedT = TypeVar("ParsedT")
 ViewT = TypeVar("ViewT")
@@ -200,10 +200,10 @@ class LabPanel(Panel[ParsedLab, LabView]):
         return f"This state has {' and '.join(parts)}: change it in the number fields."
 
 
-class RingPanel(Panel[ParsedRing, RingView]):
+class RingPanel(Panel[ParsedRing, RingWords]):
     """The ring all-reduce cost panel.
 
-    A subclass rather than the alias ``Panel[ParsedRing, RingView]``: calling a generic alias
+    A subclass rather than the alias ``Panel[ParsedRing, RingWords]``: calling a generic alias
     sets ``__orig_class__`` on the new instance, which a frozen dataclass refuses.
     """
 

@@ -103,7 +103,7 @@ RING_DEFAULT_STATE = RingRequest.model_validate(
 Params = dict[str, list[str]]
 
 
-def _params(query: Mapping[str, str]) -> Params:
+def params_of(query: Mapping[str, str]) -> Params:
     """Every parameter's values in order (a form or query can repeat a name), in one pass."""
     multi_items = getattr(query, "multi_items", None)
     params: Params = {}
@@ -119,7 +119,7 @@ def _split(values: Sequence[str], sep: str) -> list[str]:
     return [value.strip() for value in values]
 
 
-def _last(params: Params, name: str, default: str) -> str:
+def last(params: Params, name: str, default: str) -> str:
     values = params.get(name)
     return values[-1].strip() if values else default
 
@@ -235,7 +235,7 @@ def _read_lab_form(params: Params) -> tuple[LabForm, list[FieldError], bool]:
         counts_or_targets = _split(params["targets"], ";")
         means_or_weights = _split(params["weights"], ";") if "weights" in params else []
         weight_ranks = len(means_or_weights)
-        steps = _last(params, "steps", base.steps)
+        steps = last(params, "steps", base.steps)
     elif "counts" in params or "means" in params or "weights" in params:
         counts_or_targets = _split(params["counts"], ",") if "counts" in params else []
         means_or_weights = _split(params["means"], ",") if "means" in params else []
@@ -253,14 +253,14 @@ def _read_lab_form(params: Params) -> tuple[LabForm, list[FieldError], bool]:
         mode,
         tuple(counts_or_targets),
         tuple(means_or_weights),
-        _last(params, "eta", base.eta),
-        _last(params, "w", base.w),
+        last(params, "eta", base.eta),
+        last(params, "w", base.w),
         steps if mode == "items" else "",
         weight_ranks if mode == "items" else 0,
     )
     if "P" not in params:
         return form, [], False
-    raw = _last(params, "P", "")
+    raw = last(params, "P", "")
     p = _whole(raw)
     if not isinstance(p, int) or not 1 <= p <= MAX_RANKS:
         message = f"{label('P')}: must be a whole number from 1 to {MAX_RANKS}, not {raw[:40]!r}"
@@ -282,7 +282,7 @@ def _read_lab_form(params: Params) -> tuple[LabForm, list[FieldError], bool]:
 def parse_lab(query: Mapping[str, str]) -> ParsedLab:
     """Read the lab part of a query string (or a form) and validate it with the state model:
     the form as typed, the state, and every error, each naming its field."""
-    form, p_errors, resized = _read_lab_form(_params(query))
+    form, p_errors, resized = _read_lab_form(params_of(query))
     try:
         state = GradientRequest.model_validate(lab_input(form))
     except ValidationError as exc:
@@ -325,9 +325,9 @@ def encode(pairs: Sequence[tuple[str, str]]) -> str:
 def parse_ring(query: Mapping[str, str]) -> ParsedRing:
     """Read and validate the ring all-reduce panel's part of a query string."""
     defaults = astuple(RING_DEFAULT)
-    params = _params(query)
+    params = params_of(query)
     raw = tuple(
-        _last(params, name, default) for name, default in zip(RING_PARAMS, defaults, strict=True)
+        last(params, name, default) for name, default in zip(RING_PARAMS, defaults, strict=True)
     )
     form = RingForm(*raw)
     body = {

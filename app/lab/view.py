@@ -16,6 +16,7 @@ from app.lab.pictures import NumberLine, number_line
 from app.lab.state import GradientRequest, RingRequest
 from app.lab.worked import (
     Lines,
+    RingWords,
     column,
     figures,
     lines,
@@ -136,12 +137,7 @@ def lab_view(result: GradientResult, state: GradientRequest) -> LabView:
     shown = figures(result, printer)
     return LabView(
         mode=_mode(state),
-        N=shown.N,
-        global_gradient=shown.global_gradient,
-        rank_mean_gradient=shown.rank_mean_gradient,
-        w_new=shown.w_new,
-        w_new_rank_mean=shown.w_new_rank_mean,
-        w_new_difference=shown.w_new_difference,
+        **shown._asdict(),
         agree=result.agreement.agree,
         verdict=verdict(result, printer),
         warnings=tuple(minus_signs(text) for text in result.warnings),
@@ -173,24 +169,6 @@ def lab_details(result: GradientResult, state: GradientRequest) -> LabDetails:
 # ---- ring all-reduce ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class RingView:
-    time: str
-    time_formula: str
-    count_time: str
-    count_formula: str
-    overhead: str
-    note: str
-
-
-def ring_view(cost: RingCost, state: RingRequest) -> RingView:
+def ring_view(cost: RingCost, state: RingRequest) -> RingWords:
     """The ring panel: ideal all-reduce time and the one scalar all-reduce that carries N."""
-    words = ring_words(cost, state.payload_mb, state.alpha_us, state.bandwidth_gbps)
-    return RingView(
-        time=words.time,
-        time_formula=words.time_formula,
-        count_time=words.count_time,
-        count_formula=words.count_formula,
-        overhead=words.overhead,
-        note=words.note,
-    )
+    return ring_words(cost, state.payload_mb, state.alpha_us, state.bandwidth_gbps)
