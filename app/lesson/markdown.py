@@ -124,9 +124,11 @@ def _subscript_symbols(
                     continue
                 pos = 0
                 for match in pattern.finditer(token.content):
+                    # The symbol's own markup: its text escaped, its scripts in <sup>, <sub>.
+                    html = str(symbols[match.group()].markup)
                     children += [
                         _text(token.content[pos : match.start()]),
-                        *_scripted(symbols[match.group()]),
+                        Token("html_inline", "", 0, content=html),
                     ]
                     pos = match.end()
                 children.append(_text(token.content[pos:]))
@@ -154,14 +156,6 @@ def _local_links(local: Mapping[str, str]) -> Callable[[StateCore], None]:
                     token.attrSet("href", local[link_key(href)])
 
     return rule
-
-
-def _scripted(symbol: Symbol) -> list[Token]:
-    tokens = [_text(symbol.base)]
-    for tag, script in (("sup", symbol.sup), ("sub", symbol.sub)):
-        if script:
-            tokens += [Token(f"{tag}_open", tag, 1), _text(script), Token(f"{tag}_close", tag, -1)]
-    return tokens
 
 
 def _text(content: str) -> Token:

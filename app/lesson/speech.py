@@ -13,7 +13,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from latex2mathml.symbols_parser import convert_symbol
+from app.lesson.symbols import symbol_char
 
 # A number is one token: "24", "0.5", and "1{,}000" (TeX's thousands separator).
 _TOKEN = re.compile(r"\\[A-Za-z]+|\\.|\d+(?:\{,\}\d{3})*(?:\.\d+)?|\s+|.", re.DOTALL)
@@ -131,23 +131,17 @@ def _greek(name: str) -> str | None:
 
 def _symbol_name(command: str) -> str | None:
     """The Unicode name of a symbol command latex2mathml knows, e.g. ``\\oplus``."""
-    code = convert_symbol(command)
-    if code is None:
-        return None
-    try:
-        return unicodedata.name(chr(int(code, 16))).lower()
-    except ValueError:
-        return None
+    char = symbol_char(command)
+    return (unicodedata.name(char, "").lower() or None) if char else None
 
 
 def _accent_name(command: str) -> str | None:
     """An accent latex2mathml knows (a combining mark, e.g. ``\\acute``), named without
     "combining": it is read after the letter it sits on."""
-    code = convert_symbol(command)
-    if code is None or unicodedata.category(chr(int(code, 16))) not in ("Mn", "Me"):
+    char = symbol_char(command)
+    if char is None or unicodedata.category(char) not in ("Mn", "Me"):
         return None
-    name = _symbol_name(command)
-    return name.removeprefix("combining ") if name else None
+    return unicodedata.name(char, "").lower().removeprefix("combining ") or None
 
 
 class _Reader:

@@ -123,15 +123,16 @@ def _base(tokens: list[str], pos: int) -> tuple[str | None, int]:
     return None, pos + 1
 
 
+def symbol_char(command: str) -> str | None:
+    """The character latex2mathml writes for a symbol command (``\\oplus`` → ⊕), else None."""
+    code = convert_symbol(command)
+    return None if code is None else chr(int(code, 16))
+
+
 def _letter(command: str) -> str | None:
     """The character a letter command stands for (``\\eta`` → η), else None."""
-    if not command.startswith("\\"):
-        return None
-    code = convert_symbol(command)
-    if code is None:
-        return None
-    char = chr(int(code, 16))
-    return char if char.isalpha() else None
+    char = symbol_char(command) if command.startswith("\\") else None
+    return char if char and char.isalpha() else None
 
 
 def _flat_argument(tokens: list[str], pos: int) -> tuple[str | None, int]:
