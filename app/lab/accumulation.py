@@ -93,13 +93,10 @@ def run(state: GradientRequest, m: int) -> AccumulationResult:
 def view(result: AccumulationResult) -> AccumulationView:
     """Display strings for one accumulation result."""
 
-    def listed(values: Sequence[float]) -> str:
-        return ", ".join(fmt(v) for v in values)
-
     rows = tuple(
         AccumulationRow(
             rank=r,
-            counts=listed(result.counts[r]),
+            counts=", ".join(map(fmt, result.counts[r])),
             means=", ".join(
                 fmt(mean) if n else "—"
                 for n, mean in zip(result.counts[r], result.means[r], strict=True)

@@ -45,8 +45,7 @@ class RankInput:
 
 
 class LabForm(NamedTuple):
-    """The lab's inputs exactly as received, so the form shows what the student typed (a named
-    tuple, as ``ParsedLab``: built on every drag)."""
+    """The lab's inputs exactly as received, so the form shows what the student typed."""
 
     mode: Mode
     # Per rank, as typed: its count (means form) or targets (items form) ...
@@ -95,9 +94,6 @@ LESSON_MEANS = LabForm("means", ("2", "6"), ("1", "3"), "0.1", "10", "")
 LESSON_ITEMS = LabForm("items", ("9,9", "7,7,7,7,7,7"), ("", ""), "0.1", "10", str(DEFAULT_STEPS))
 RING_DEFAULT = RingForm(payload_mb="100", ranks="8", alpha_us="10", bandwidth_gbps="10")
 RING_PARAMS = ("ring_mb", "ring_p", "ring_us", "ring_gbps")
-RING_DEFAULT_STATE = RingRequest.model_validate(
-    dict(zip(RING_PARAMS, (100.0, 8, 10.0, 10.0), strict=True))
-)
 
 
 Params = dict[str, list[str]]
@@ -255,8 +251,8 @@ def _read_lab_form(params: Params) -> tuple[LabForm, list[FieldError], bool]:
         tuple(means_or_weights),
         last(params, "eta", base.eta),
         last(params, "w", base.w),
-        steps if mode == "items" else "",
-        weight_ranks if mode == "items" else 0,
+        steps,
+        weight_ranks,
     )
     if "P" not in params:
         return form, [], False
@@ -342,7 +338,6 @@ def parse_ring(query: Mapping[str, str]) -> ParsedRing:
 
 def ring_query_pairs(state: RingRequest) -> list[tuple[str, str]]:
     """The ring panel's canonical parameters, left out entirely when they are the defaults."""
-    if state == RING_DEFAULT_STATE:
-        return []
     values = (state.payload_mb, state.ranks, state.alpha_us, state.bandwidth_gbps)
-    return [(name, format_number(v)) for name, v in zip(RING_PARAMS, values, strict=True)]
+    texts = tuple(map(format_number, values))
+    return [] if texts == astuple(RING_DEFAULT) else list(zip(RING_PARAMS, texts, strict=True))

@@ -332,11 +332,7 @@ class GradientRequest(BaseModel):
     @property
     def form(self) -> Form:
         """Which of the three forms this request uses."""
-        if self.counts is not None:
-            return "means"
-        if self.targets is not None:
-            return "items"
-        return "accumulation"
+        return next(form for name, form in FORM_FIELDS.items() if getattr(self, name) is not None)
 
 
 def _first_mismatch(weights: Any, shape_of: Any, where: str = "") -> str | None:
