@@ -6,7 +6,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from app.live.service import ClassState, LiveService, Snapshot, Student
+from app.live.service import ClassState, LiveService, Snapshot, Student, lab_view
 from app.live.view import (
     distribution,
     qr_svg,
@@ -27,10 +27,8 @@ def service_of(request: Request) -> LiveService:
 
 def lesson_path(request: Request, state: ClassState) -> str:
     """The lesson page the class follows, under the app's address."""
-    root = request.scope.get("root_path", "")
-    if service_of(request).course.folder:
-        return f"{root}/learn/{state.lesson.slug}/"
-    return f"{root}/"
+    root: str = request.scope.get("root_path", "")
+    return root + service_of(request).course.path(state.lesson.slug)
 
 
 def join_url(request: Request, code: str) -> str:
@@ -42,14 +40,15 @@ def join_url(request: Request, code: str) -> str:
 
 
 def host_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
+    path = lesson_path(request, snapshot)
     return {
         "request": request,
         "snapshot": snapshot,
         "status": status(snapshot),
         "distribution": distribution(snapshot),
         "roster": roster(snapshot),
-        "lab": shared_lab(snapshot.lab_query, lesson_path(request, snapshot)),
-        "projected": shared_lab(snapshot.screen_query, lesson_path(request, snapshot)),
+        "lab": shared_lab(snapshot.lab, snapshot.lab_query, path),
+        "projected": shared_lab(snapshot.projected, snapshot.screen_query, path),
     }
 
 
@@ -66,18 +65,21 @@ def screen_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
         "answered": shown.summary if shown else "",
         "revealed": revealed,
         "joined": len(snapshot.students),
-        "projected": shared_lab(snapshot.screen_query, lesson_path(request, snapshot)),
+        "projected": shared_lab(
+            snapshot.projected, snapshot.screen_query, lesson_path(request, snapshot)
+        ),
     }
 
 
 def student_context(request: Request, state: ClassState, student: Student) -> dict[str, Any]:
+    path = lesson_path(request, state)
     return {
         "request": request,
         "code": state.code,
         "ended": state.ended,
         "view": student_view(state, student),
-        "lab": shared_lab(state.lab_query, lesson_path(request, state)),
-        "own_lab": shared_lab(student.shared_query, lesson_path(request, state)),
+        "lab": shared_lab(state.lab, state.lab_query, path),
+        "own_lab": shared_lab(lab_view(student.shared_query), student.shared_query, path),
         "has_lab": state.lesson.parts.gradient_lab,
     }
 

@@ -7,11 +7,14 @@ A refusal is a :class:`LiveError` naming the form field and the HTTP status the 
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
+from urllib.parse import parse_qsl
 
 from sqlalchemy.exc import IntegrityError
 
 from app.lab.panel import lab_panel
+from app.lab.view import LabView
 from app.lesson.course import CourseLesson, ServedLessons
 from app.lesson.quiz import AnswerError, check, read_answer
 from app.lesson.render import RenderedQuestion
@@ -41,7 +44,7 @@ class Student:
     answers: Mapping[str, tuple[int, bool]]  # question id → (choice, correct)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ClassState:
     """The class itself as its pages show it now, from its row."""
 
@@ -56,8 +59,20 @@ class ClassState:
     screen_query: str
     host_token: str
 
+    # Computed once per read, however many pages are rendered from it (a change of the class
+    # renders the live part of each student's stream from one snapshot).
+    @cached_property
+    def lab(self) -> LabView | None:
+        """The lab state shared with everyone."""
+        return lab_view(self.lab_query)
 
-@dataclass(frozen=True, slots=True)
+    @cached_property
+    def projected(self) -> LabView | None:
+        """The lab state on the projector."""
+        return lab_view(self.screen_query)
+
+
+@dataclass(frozen=True)
 class Snapshot(ClassState):
     """Everything a class's pages show now, read in one transaction."""
 
@@ -359,6 +374,11 @@ def answer_refusal(live: LiveClass, question_id: str) -> str:
     if live.phase == "paused":
         return "The instructor has paused answering; wait for them to open it again."
     return ""
+
+
+def lab_view(query: str) -> LabView | None:
+    """The figures of a stored lab state ("": none)."""
+    return lab_panel(dict(parse_qsl(query))).view if query else None
 
 
 def valid_lab_query(query: Mapping[str, str]) -> str:

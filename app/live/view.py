@@ -7,12 +7,10 @@ reach the host's view alone (the projector's view has no field that could hold o
 import io
 from dataclasses import dataclass
 from functools import lru_cache
-from urllib.parse import parse_qsl
 
 import segno
 from markupsafe import Markup
 
-from app.lab.panel import lab_panel
 from app.lab.view import LabView
 from app.lesson.render import RenderedQuestion
 from app.live.service import ClassState, Snapshot, Student
@@ -149,18 +147,12 @@ def roster(snapshot: Snapshot) -> tuple[RosterRow, ...]:
 class SharedLab:
     """A lab state the class looks at: its figures and the link that opens it in the lab."""
 
-    query: str
     view: LabView
     href: str
 
 
-def shared_lab(query: str, lesson_path: str) -> SharedLab | None:
-    if not query:
-        return None
-    panel = lab_panel(dict(parse_qsl(query)))
-    if panel.view is None:
-        return None
-    return SharedLab(query=query, view=panel.view, href=f"{lesson_path}?{query}#lab")
+def shared_lab(view: LabView | None, query: str, lesson_path: str) -> SharedLab | None:
+    return SharedLab(view, f"{lesson_path}?{query}#lab") if view is not None else None
 
 
 @dataclass(frozen=True, slots=True)
