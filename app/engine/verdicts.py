@@ -70,8 +70,7 @@ def rounded(value: Fraction) -> float:
 
 
 class WeightedMeans(NamedTuple):
-    """Both weighted means of the local means, exactly, as unreduced ratios (denominators > 0);
-    a named tuple, built on every lab request at a fraction of a frozen dataclass's cost."""
+    """Both weighted means of the local means, exactly, as unreduced ratios (denominators > 0)."""
 
     total: Ratio  # N = Σ nᵢ
     counted: Ratio  # g = Σ nᵢ ḡᵢ / N

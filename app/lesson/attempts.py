@@ -6,7 +6,7 @@ correct); what a question shows follows from its attempts, so it survives a relo
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from itsdangerous import URLSafeSerializer
@@ -52,7 +52,7 @@ class Progress:
     verdict: Verdict | None
     tries: int
     first_correct: bool | None = None
-    tries_left: int = field(default=0)
+    tries_left: int = 0
 
 
 def progress(question: Question, attempts: Attempts) -> Progress | None:

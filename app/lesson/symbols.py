@@ -90,18 +90,16 @@ def _scripted(latex: str) -> Iterator[Symbol]:
             pos += 1
             continue
         sub = sup = ""
-        ok = True
-        while after < len(tokens) and tokens[after] in ("_", "^") and ok:
+        while after < len(tokens) and tokens[after] in ("_", "^"):
             text, end = _flat_argument(tokens, after + 1)
-            if text is None:
-                ok = False
+            if text is None:  # a script that does not flatten: no symbol here
                 break
             if tokens[after] == "_":
                 sub = text
             else:
                 sup = text
             after = end
-        if ok:
+        else:
             yield Symbol(text="", base=base, sub=sub, sup=sup)
         pos = max(after, pos + 1)
 
