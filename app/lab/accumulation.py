@@ -8,9 +8,9 @@ ranks) with one count for the whole window.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
 
 from app.engine import AccumulationResult, accumulate
+from app.lab.compute import item_lists
 from app.lab.fields import FieldError
 from app.lab.numbers import fmt
 from app.lab.query import last, params_of
@@ -78,8 +78,7 @@ class AccumulationView:
 
 def run(state: GradientRequest, m: int) -> AccumulationResult:
     """The engine's accumulation over the state's items, ``m`` microbatches per rank."""
-    targets = state.targets or []
-    weights = cast(list[list[float]] | None, state.weights)
+    targets, weights = item_lists(state)
     batches = [split(ys, m) for ys in targets]
     batch_weights = None
     if weights is not None:

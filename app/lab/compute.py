@@ -82,38 +82,40 @@ class GradientResponse(BaseModel):
     accumulation: AccumulationResponse | None = None
 
 
+def item_lists(state: GradientRequest) -> tuple[list[list[float]], list[list[float]] | None]:
+    """The items form's targets and weights (None: every item weighs 1) for the engine."""
+    return state.targets or [], cast(list[list[float]] | None, state.weights)
+
+
+def gradient(state: GradientRequest) -> engine.GradientResult:
+    """The engine's result for the means or the items form; raises ``EngineError``."""
+    if state.counts is not None:
+        return engine.from_means(state.counts, state.means or [], eta=state.eta, w=state.w)
+    return engine.from_items(*item_lists(state), eta=state.eta, w=state.w)
+
+
 def compute(request: GradientRequest) -> GradientResponse:
     """Run the engine for the request's form; raises ``EngineError`` naming a field."""
     trajectory: TrajectoryResponse | None = None
     accumulation: AccumulationResponse | None = None
-    warnings: tuple[str, ...] = ()
-    if request.counts is not None:
-        result = engine.from_means(
-            request.counts, request.means or [], eta=request.eta, w=request.w
-        )
-        warnings = result.warnings
-    elif request.targets is not None:
-        weights = cast(list[list[float]] | None, request.weights)
-        result = engine.from_items(request.targets, weights, eta=request.eta, w=request.w)
-        warnings = result.warnings
-        if request.steps is not None:
-            path = engine.trajectory(
-                request.targets, weights, eta=request.eta, w=request.w, steps=request.steps
-            )
-            trajectory = TrajectoryResponse.model_validate(path, from_attributes=True)
-            warnings = (*warnings, *path.warnings)
-    elif request.microbatches is not None:
+    if request.microbatches is not None:
         window = engine.accumulate(
             request.microbatches,
             cast(list[list[list[float]]] | None, request.weights),
             eta=request.eta,
             w=request.w,
         )
-        result = window.across_ranks
+        result, warnings = window.across_ranks, window.warnings
         accumulation = AccumulationResponse.model_validate(window, from_attributes=True)
-        warnings = window.warnings
-    else:  # unreachable through validation; kept so a hand-built request fails clearly
-        raise EngineError("counts", "give exactly one of counts, targets or microbatches")
+    else:
+        result = gradient(request)
+        warnings = result.warnings
+        if request.steps is not None:  # the items form's only
+            path = engine.trajectory(
+                *item_lists(request), eta=request.eta, w=request.w, steps=request.steps
+            )
+            trajectory = TrajectoryResponse.model_validate(path, from_attributes=True)
+            warnings = (*warnings, *path.warnings)
     fields = {
         name: getattr(result, name)
         for name in GradientResponse.model_fields

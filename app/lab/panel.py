@@ -4,17 +4,16 @@ template context the lab's fragments and the lesson page render from."""
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
 from app.engine import (
     EngineError,
     GradientResult,
-    from_items,
-    from_means,
     ring_allreduce,
     trajectory,
 )
 from app.lab import accumulation
+from app.lab.compute import gradient, item_lists
 from app.lab.fields import FieldError, engine_error
 from app.lab.numbers import fmt
 from app.lab.pictures import implied_path
@@ -164,7 +163,7 @@ class LabPanel(Panel[ParsedLab, LabView]):
             return None
         if state.counts is not None:
             return lab_charts(self.result, implied_path(state))
-        targets, weights = _items(state)
+        targets, weights = item_lists(state)
         path = trajectory(targets, weights, eta=state.eta, w=state.w, steps=state.steps or 0)
         return lab_charts(self.result, path)
 
@@ -236,11 +235,6 @@ def _ring_panel(query: Mapping[str, str]) -> RingPanel:
     return RingPanel(parsed, ring_view(cost, state), (), tuple(ring_query_pairs(state)))
 
 
-def _items(state: GradientRequest) -> tuple[list[list[float]], list[list[float]] | None]:
-    """The items form's targets and weights, as the engine takes them."""
-    return state.targets or [], cast(list[list[float]] | None, state.weights)
-
-
 def lab_panel(query: Mapping[str, str]) -> LabPanel:
     """Validate the lab state and run the engine on it."""
     parsed = parse_lab(query)
@@ -252,10 +246,8 @@ def lab_panel(query: Mapping[str, str]) -> LabPanel:
     extra: list[tuple[str, str]] = []
     window = None
     try:
-        if state.counts is not None:
-            result = from_means(state.counts, state.means or [], eta=state.eta, w=state.w)
-        else:
-            result = from_items(*_items(state), eta=state.eta, w=state.w)
+        result = gradient(state)
+        if state.targets is not None:
             m = acc_m or accumulation.DEFAULT
             window = accumulation.view(accumulation.run(state, m))
             extra = accumulation.pairs(m)
