@@ -17,7 +17,7 @@ from app.engine import EngineError, from_items, from_means, ring_allreduce, traj
 from app.lab.axes import BOTTOM, LEFT, RIGHT, TOP, nice_ceiling, nice_range
 from app.lab.bar_charts import counts_chart, influence_chart
 from app.lab.numbers import fmt
-from app.lab.path_chart import trajectory_chart
+from app.lab.path_chart import trajectory_view
 from app.lab.pictures import implied_path
 from app.lab.view import (
     LabCharts,
@@ -265,7 +265,7 @@ def test_bar_value_labels_never_overlap_their_neighbours(ranks: int) -> None:
 
 def test_trajectory_labels_fit_the_frame_and_keep_their_minus_sign() -> None:
     path = trajectory([[-900.0, -900.0], [-700.0] * 6], eta=0.1, w=10.0, steps=1000)
-    chart = trajectory_chart(path)
+    chart = trajectory_view(path).chart
     assert any(t.label.startswith("\N{MINUS SIGN}") for t in chart.ticks)
     for tick in chart.ticks:  # right-aligned at tick_x: the whole label left of it, inside
         assert float(chart.frame.tick_x) - len(tick.label) * CHAR >= 0, tick.label
@@ -278,7 +278,7 @@ def test_trajectory_labels_fit_the_frame_and_keep_their_minus_sign() -> None:
 def test_trajectory_fixed_point_labels_sit_away_from_the_start() -> None:
     # The curves come down from w = 10 towards 8 and 7.5: each label goes under its guide.
     path = trajectory([[9.0, 9.0], [7.0] * 6], eta=0.1, w=10.0, steps=30)
-    chart = trajectory_chart(path)
+    chart = trajectory_view(path).chart
     guides = {g.kind: float(g.points.split()[0].split(",")[1]) for g in chart.guides}
     for label in chart.guide_labels:
         assert float(label.y) > guides[label.kind], label.label
@@ -306,7 +306,7 @@ def _curve_points(chart: object) -> list[tuple[float, float]]:
 def test_fixed_point_labels_never_meet_a_curve_or_each_other(
     targets: list[list[float]], weights: list[list[float]] | None, eta: float, steps: int
 ) -> None:
-    chart = trajectory_chart(trajectory(targets, weights, eta=eta, w=10.0, steps=steps))
+    chart = trajectory_view(trajectory(targets, weights, eta=eta, w=10.0, steps=steps)).chart
     boxes = []
     for label in chart.guide_labels:
         x0, baseline = float(label.x), float(label.y)

@@ -41,6 +41,11 @@ def _meet(one: Box, other: Box) -> bool:
     )
 
 
+def _holds(box: Box, x: float, y: float) -> bool:
+    """Whether a tested point lies in the box grown by 2 units on each side."""
+    return box.x0 - 2 <= x <= box.x1 + 2 and box.top - 2 <= y <= box.bottom + 2
+
+
 def _reference_place(
     text: str,
     guide_y: float,
@@ -63,7 +68,7 @@ def _reference_place(
         crossed = any(box.top - 1 <= y <= box.bottom + 1 for y in guide_ys)
         if crossed or any(_meet(box, other) for other in placed):
             continue
-        if not any(box.holds(x, y) for x, y in points):
+        if not any(_holds(box, x, y) for x, y in points):
             return box
     return candidates[0]
 

@@ -24,8 +24,7 @@ from app.lab.axes import (
     range_ticks,
     value_y,
 )
-from app.lab.numbers import minus_signs
-from app.lab.worked import PathWords, path_words
+from app.lab.numbers import fmt, fmt_distinct, minus_signs
 
 
 # The SGD chart's records are named tuples too (see Bar): the results pane builds them on every
@@ -95,9 +94,6 @@ class Box(NamedTuple):
     @property
     def bottom(self) -> float:
         return self.baseline + 3
-
-    def holds(self, x: float, y: float) -> bool:
-        return self.x0 - 2 <= x <= self.x1 + 2 and self.top - 2 <= y <= self.bottom + 2
 
 
 # A curve is tested at its start and, along each segment, at points evenly spaced no further
@@ -187,8 +183,8 @@ def place_label(
     guide and the labels already placed. Tried in order: the side of the guide away from the
     start value (where its own curve never goes), at the left, middle and right of the plot;
     then the other side; then the margin above the plot. ``ys``: both curves' ys at each of
-    ``steps`` steps (as ``curve_meets``); a curve is clear of a box when ``box.holds`` none of
-    its tested points."""
+    ``steps`` steps (as ``curve_meets``); a curve is clear of a box when none of its tested
+    points lies in the box grown by 2 units on each side."""
     width = len(text) * CHAR_WIDTH
     below, above = guide_y + 15, guide_y - 5
     sides = (below, above) if start_y <= guide_y else (above, below)
@@ -212,7 +208,7 @@ def place_label(
                 for other in placed
             ):
                 continue  # it meets a label already placed
-            if not curve_meets(ys, steps, (x0 - 2, x1 + 2), (top - 2, bottom + 2)):  # Box.holds
+            if not curve_meets(ys, steps, (x0 - 2, x1 + 2), (top - 2, bottom + 2)):
                 return Box(x0, x1, baseline)
     baseline, row = rows[0]
     return Box(row[0], row[0] + width, baseline)
@@ -246,9 +242,9 @@ def _step_ticks(steps: int) -> tuple[Tick, ...]:
     )
 
 
-def trajectory_chart(path: Trajectory, words: PathWords | None = None) -> LineChart:
-    """w over the SGD steps under both schemes, with each scheme's fixed point as a guide."""
-    words = words or path_words(path)
+def trajectory_chart(path: Trajectory, labels: tuple[str, str], description: str) -> LineChart:
+    """w over the SGD steps under both schemes, with each scheme's fixed point as a guide
+    labelled ``labels`` (global, rank mean)."""
     n = path.steps + 1
     values = (
         *path.w_global,
@@ -269,52 +265,68 @@ def trajectory_chart(path: Trajectory, words: PathWords | None = None) -> LineCh
         Line(f"{GUIDE_FROM},{y_global} {GUIDE_TO},{y_global}", "global", ""),
         Line(f"{GUIDE_FROM},{y_rank_mean} {GUIDE_TO},{y_rank_mean}", "rank-mean", ""),
     )
-    labels = (words.global_course.label, words.rank_mean_course.label)
     guide_ys = ys[2 * n :]
     placed: list[Box] = []
     for text, guide_y in zip(labels, guide_ys, strict=True):
         placed.append(place_label(text, guide_y, ys[0], ys, path.steps, guide_ys, placed))
-    box_global, box_rank_mean = placed
-    # Positional: the fields in LineChart's order (a little quicker than by keyword).
+    guide_labels = tuple(
+        GuideLabel(coordinate(box.x0), coordinate(box.baseline), text, kind)
+        for box, text, kind in zip(placed, labels, ("global", "rank-mean"), strict=True)
+    )
     return LineChart(
         "w over the SGD steps",
-        words.description,
+        description,
         FRAME,
         lines,
         guides,
-        (
-            GuideLabel(
-                coordinate(box_global.x0), coordinate(box_global.baseline), labels[0], "global"
-            ),
-            GuideLabel(
-                coordinate(box_rank_mean.x0),
-                coordinate(box_rank_mean.baseline),
-                labels[1],
-                "rank-mean",
-            ),
-        ),
+        guide_labels,
         range_ticks(low, high, step),
         _step_ticks(path.steps),
     )
 
 
+def _course(scheme: str, point: str, factor: float) -> tuple[str, str, str]:
+    """One scheme's course as a verb, a clause and its guide's label: it ``heads to`` its fixed
+    point (printed as ``point``) only when the step's factor has ``|factor| < 1``; else it
+    oscillates around it or diverges from it."""
+    clause = f"each step multiplies the distance to it by {fmt(factor)}"
+    if abs(factor) < 1:
+        return "heads to", clause, f"{scheme} → {point}"
+    if abs(factor) == 1:
+        verb, clause = "oscillates around", f"{clause}, so it never gets closer"
+    else:
+        verb, clause = "diverges from", f"{clause}, so it grows without bound"
+    return verb, clause, f"{scheme}: {verb} {point}"
+
+
 def trajectory_view(path: Trajectory) -> TrajectoryView:
-    words = path_words(path)
-    global_course, rank_mean_course = words.global_course, words.rank_mean_course
-    # Positional: the fields in TrajectoryView's order (a little quicker than by keyword).
+    """The SGD paths' words and chart; the two schemes' fixed points, final ws and losses each
+    print with the digits that tell them apart."""
+    fixed = fmt_distinct((path.fixed_point_global, path.fixed_point_rank_mean))
+    global_verb, global_clause, global_label = _course("global", fixed[0], path.contraction_global)
+    rank_verb, rank_clause, rank_label = _course("rank mean", fixed[1], path.contraction_rank_mean)
+    final_global, final_rank_mean = fmt_distinct((path.w_global[-1], path.w_rank_mean[-1]))
+    loss_global, loss_rank_mean = fmt_distinct((path.loss_final_global, path.loss_final_rank_mean))
+    start = fmt(path.w_global[0])
+    steps = f"{path.steps} step" + ("" if path.steps == 1 else "s")
+    description = (
+        f"Line chart of w over {steps} from w = {start}: the global item mean"
+        f" ends at {final_global} and {global_verb} {fixed[0]} ({global_clause}); the plain rank"
+        f" mean ends at {final_rank_mean} and {rank_verb} {fixed[1]} ({rank_clause})."
+    )
     return TrajectoryView(
         str(path.steps),
-        words.start,
-        global_course.fixed_point,
-        rank_mean_course.fixed_point,
-        global_course.verb,
-        rank_mean_course.verb,
-        global_course.clause,
-        rank_mean_course.clause,
-        words.final_global,
-        words.final_rank_mean,
-        words.loss_final_global,
-        words.loss_final_rank_mean,
-        trajectory_chart(path, words),
+        start,
+        fixed[0],
+        fixed[1],
+        global_verb,
+        rank_verb,
+        global_clause,
+        rank_clause,
+        final_global,
+        final_rank_mean,
+        loss_global,
+        loss_rank_mean,
+        trajectory_chart(path, (global_label, rank_label), description),
         tuple(map(minus_signs, path.warnings)),
     )

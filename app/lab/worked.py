@@ -10,7 +10,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import NamedTuple
 
-from app.engine import GradientResult, RingCost, Trajectory
+from app.engine import GradientResult, RingCost
 from app.lab.equations import Formula, write
 from app.lab.numbers import MOST_DIGITS, Printer, distinct_digits, fmt, fmt_distinct
 from app.lab.sentences import lab_verdict
@@ -126,85 +126,6 @@ def column(
 def verdict(result: GradientResult, printer: Printer) -> str:
     """The verdict, its means printed by the request's ``printer`` (as the figures)."""
     return lab_verdict(result.agreement, printer)
-
-
-# ---- SGD steps -------------------------------------------------------------------------------
-
-
-# Named tuples rather than frozen dataclasses: built on every slider step, a tuple is quicker.
-class SgdCourse(NamedTuple):
-    """Where one scheme's SGD goes: a verb, its fixed point and the step's factor."""
-
-    verb: str
-    fixed_point: str
-    factor: str
-    clause: str
-    label: str
-
-    @property
-    def converges(self) -> bool:
-        return self.verb == "heads to"
-
-
-def course(scheme: str, point: str, factor: float) -> SgdCourse:
-    """``heads to`` the fixed point (printed as ``point``) only when ``|factor| < 1``; else
-    oscillates or diverges."""
-    by = fmt(factor)
-    if abs(factor) < 1:
-        verb = "heads to"
-        clause = f"each step multiplies the distance to it by {by}"
-        label = f"{scheme} → {point}"
-    elif abs(factor) == 1:
-        verb = "oscillates around"
-        clause = f"each step multiplies the distance to it by {by}, so it never gets closer"
-        label = f"{scheme}: oscillates around {point}"
-    else:
-        verb = "diverges from"
-        clause = f"each step multiplies the distance to it by {by}, so it grows without bound"
-        label = f"{scheme}: diverges from {point}"
-    return SgdCourse(verb, point, by, clause, label)
-
-
-class PathWords(NamedTuple):
-    """The trajectory's words: each scheme's course, finals and the chart description."""
-
-    global_course: SgdCourse
-    rank_mean_course: SgdCourse
-    start: str  # the first iterate, w
-    final_global: str
-    final_rank_mean: str
-    loss_final_global: str
-    loss_final_rank_mean: str
-    description: str
-
-
-def path_words(path: Trajectory) -> PathWords:
-    fixed_global, fixed_rank_mean = fmt_distinct(
-        (path.fixed_point_global, path.fixed_point_rank_mean)
-    )
-    # Both fixed points printed with the digits that tell them apart.
-    global_course = course("global", fixed_global, path.contraction_global)
-    rank_course = course("rank mean", fixed_rank_mean, path.contraction_rank_mean)
-    final_global, final_rank_mean = fmt_distinct((path.w_global[-1], path.w_rank_mean[-1]))
-    loss_global, loss_rank_mean = fmt_distinct((path.loss_final_global, path.loss_final_rank_mean))
-    start = fmt(path.w_global[0])
-    steps = f"{path.steps} step" + ("" if path.steps == 1 else "s")
-    description = (
-        f"Line chart of w over {steps} from w = {start}: the global item mean"
-        f" ends at {final_global} and {global_course.verb} {fixed_global}"
-        f" ({global_course.clause}); the plain rank mean ends at {final_rank_mean} and"
-        f" {rank_course.verb} {fixed_rank_mean} ({rank_course.clause})."
-    )
-    return PathWords(
-        global_course,
-        rank_course,
-        start,
-        final_global,
-        final_rank_mean,
-        loss_global,
-        loss_rank_mean,
-        description,
-    )
 
 
 # ---- ring all-reduce -------------------------------------------------------------------------
