@@ -19,9 +19,10 @@ from app.confirm.frames import (
     write_frame,
 )
 from app.confirm.jobs import Job
-from app.confirm.pool import ConfirmBusyError, Pool, PoolConfig
+from app.confirm.pool import ConfirmBusyError
 from app.confirm.scheduler import Scheduler
 from app.lab.state import GradientRequest
+from app.settings import Settings
 from tests.confirming import run_own_loop
 
 
@@ -93,12 +94,17 @@ def distinct(salt: int) -> Job:
 def test_the_queue_takes_clients_in_turn_merges_twins_and_caps_each_client() -> None:
     async def scenario() -> None:
         with tempfile.TemporaryDirectory(prefix="atlas-scheduler-") as folder:
-            config = PoolConfig(
-                world=2, group_timeout=3, init_timeout=90, job_timeout=10, store_dir=Path(folder)
+            settings = Settings(
+                confirm_world_size=2,
+                confirm_group_timeout_s=3,
+                confirm_start_timeout_s=90,
+                confirm_job_timeout_s=10,
+                confirm_runtime_dir=Path(folder),
+                confirm_queue_limit=16,
+                confirm_client_limit=2,
+                confirm_cache_size=0,
             )
-            scheduler = Scheduler(
-                Pool(config), queue_limit=16, client_limit=2, cache_size=0, start_timeout=90
-            )
+            scheduler = Scheduler(settings)
             try:
                 finished: list[str] = []
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from app.confirm.frames import FrameError, read_frame, write_frame
 from app.confirm.jobs import Job
-from app.confirm.pool import ConfirmError, Pool, PoolConfig
+from app.confirm.pool import ConfirmError
 from app.confirm.scheduler import Scheduler
 from app.lesson.course import ServedLessons, load_course
 from app.lesson.loader import LessonLoadError
@@ -110,29 +110,13 @@ class PoolHost:
 
     async def start(self) -> None:
         """Start the pool in the background and listen; call once :meth:`take_lock` is True."""
-        settings = self.settings
-        pool = Pool(
-            PoolConfig(
-                world=settings.confirm_world_size,
-                group_timeout=settings.confirm_group_timeout_s,
-                init_timeout=settings.confirm_start_timeout_s,
-                job_timeout=settings.confirm_job_timeout_s,
-                store_dir=settings.confirm_runtime_dir,
-            )
-        )
-        self.scheduler = Scheduler(
-            pool,
-            queue_limit=settings.confirm_queue_limit,
-            client_limit=settings.confirm_client_limit,
-            cache_size=settings.confirm_cache_size,
-            start_timeout=settings.confirm_start_timeout_s,
-        )
-        path = socket_path(settings)
+        self.scheduler = Scheduler(self.settings)
+        path = socket_path(self.settings)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         # Listening first: an owner that cannot listen starts no ranks.
         self._server = await asyncio.start_unix_server(self._serve, path=str(path), backlog=BACKLOG)
-        pool.start()
+        self.scheduler.pool.start()
         log.info("process %d owns the confirm pool; listening on %s", os.getpid(), path)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

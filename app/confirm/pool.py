@@ -9,7 +9,6 @@ the pool kill every rank by pid, build a fresh pool and retry once.
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -17,13 +16,13 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from app import PROJECT_DIR
 from app.confirm.frames import FrameError, encode, read_frame
 from app.confirm.jobs import DistributedResult, Job, RankReport, assemble
+from app.settings import Settings
 
 log = logging.getLogger("atlas.confirm")
 
@@ -60,15 +59,6 @@ class WorkerFaultError(Exception):
     """A rank died, hung past the deadline or reported an error."""
 
 
-@dataclass(frozen=True)
-class PoolConfig:
-    world: int
-    group_timeout: float
-    init_timeout: float
-    job_timeout: float
-    store_dir: Path
-
-
 def process_gone(pid: int) -> bool:
     """True once ``pid`` no longer exists or is a zombie (dead, waiting to be reaped)."""
     try:
@@ -76,17 +66,6 @@ def process_gone(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return True
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
-def is_pool_rank(pid: int, store_dir: Path) -> bool:
-    """Whether ``pid`` is a rank of a pool that used ``store_dir`` (not a reused pid)."""
-    try:
-        arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return b"app.confirm.worker" in arguments and any(
-        argument.startswith(bytes(store_dir)) for argument in arguments
-    )
 
 
 async def kill_and_wait(pids: list[int], timeout: float = 5.0) -> None:
@@ -102,8 +81,8 @@ async def kill_and_wait(pids: list[int], timeout: float = 5.0) -> None:
 class Pool:
     """The rank processes of one pool and the sockets to them; used from one event loop."""
 
-    def __init__(self, config: PoolConfig) -> None:
-        self.config = config
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
         self.state: PoolState = "stopped"
         self.message = "not started"
         self.torch_version = ""
@@ -126,47 +105,27 @@ class Pool:
         self._generation += 1
         started = time.monotonic()
         try:
-            await asyncio.wait_for(self._spawn(), timeout=self.config.init_timeout)
+            await asyncio.wait_for(self._spawn(), timeout=self.settings.confirm_start_timeout_s)
         except Exception as exc:  # any failure to start is reported, not raised into the server
             await self._kill()
             self.state = "failed"
-            self.message = f"the torch.distributed pool did not start: {describe(exc)}"
+            why = "it was not ready in time" if isinstance(exc, TimeoutError) else str(exc)
+            self.message = f"the torch.distributed pool did not start: {why or type(exc).__name__}"
             log.error(self.message)
             return
         self.state, self.message = "ready", "ready"
         log.info(
             "confirm pool of %d gloo ranks ready in %.1f s",
-            self.config.world,
+            self.settings.confirm_world_size,
             time.monotonic() - started,
         )
 
-    @property
-    def pid_file(self) -> Path:
-        """The live pool's pids, so a new owner can end a dead owner's ranks first."""
-        return self.config.store_dir / "pool.pids"
-
-    def _record_pids(self) -> None:
-        self.pid_file.write_text(json.dumps({"pids": self.pids}))
-
-    async def _end_leftovers(self) -> None:
-        """Kill the ranks of a pool whose owner died without stopping them (at most 8 stay)."""
-        try:
-            recorded = json.loads(self.pid_file.read_text())["pids"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return
-        alive = [pid for pid in recorded if is_pool_rank(int(pid), self.config.store_dir)]
-        if alive:
-            log.warning("ending %d ranks left by a pool whose owner died", len(alive))
-            await kill_and_wait(alive)
-        self.pid_file.unlink(missing_ok=True)
-
     async def _spawn(self) -> None:
-        await self._end_leftovers()
-        world = self.config.world
+        world = self.settings.confirm_world_size
         pairs = [socket.socketpair() for _ in range(world)]
         ours = [left for left, _ in pairs]
         theirs = [right for _, right in pairs]
-        store = self.config.store_dir / f"store-{os.getpid()}-{self._generation}"
+        store = self.settings.confirm_runtime_dir / f"store-{os.getpid()}-{self._generation}"
         with contextlib.suppress(FileNotFoundError):
             store.unlink()
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -184,9 +143,11 @@ class Pool:
                     "--fds",
                     ",".join(str(sock.fileno()) for sock in theirs),
                     "--group-timeout",
-                    str(self.config.group_timeout),
+                    str(self.settings.confirm_group_timeout_s),
                     "--init-timeout",
-                    str(self.config.init_timeout),
+                    str(self.settings.confirm_start_timeout_s),
+                    "--owner",
+                    str(os.getpid()),
                 ],
                 pass_fds=[sock.fileno() for sock in theirs],
                 stdin=subprocess.DEVNULL,
@@ -199,7 +160,6 @@ class Pool:
             for sock in theirs:
                 sock.close()
         self.pids = [self._process.pid]
-        self._record_pids()
         streams = [await asyncio.open_unix_connection(sock=sock) for sock in ours]
         self._writers = [writer for _, writer in streams]
         self._inbox = [asyncio.Queue() for _ in streams]
@@ -212,7 +172,6 @@ class Pool:
         if not isinstance(pids, list):
             raise WorkerFaultError(f"rank 0 sent {spawned!r} instead of its pids")
         self.pids = [int(pid) for pid in pids]
-        self._record_pids()
         for rank in range(world):
             ready = await self._message(rank)
             if ready.get("event") != "ready":
@@ -235,11 +194,7 @@ class Pool:
         if self.state == "ready" and not self._busy:
             log.warning("confirm rank %d died while idle; rebuilding the pool", rank)
             self.state, self.message = "starting", f"rank {rank} died; rebuilding the pool"
-            self._build_task = asyncio.create_task(self._rebuild_now())
-
-    async def _rebuild_now(self) -> None:
-        await self._kill()
-        await self._build()
+            self._build_task = asyncio.create_task(self.rebuild(wait=True))
 
     async def _message(self, rank: int) -> dict[str, object]:
         message = await self._inbox[rank].get()
@@ -276,15 +231,15 @@ class Pool:
                 writer.write(frame)
             await asyncio.wait_for(
                 asyncio.gather(*(writer.drain() for writer in self._writers[:size])),
-                timeout=self.config.job_timeout,
+                timeout=self.settings.confirm_job_timeout_s,
             )
             messages = await asyncio.wait_for(
                 asyncio.gather(*(self._message(rank) for rank in range(size))),
-                timeout=self.config.job_timeout,
+                timeout=self.settings.confirm_job_timeout_s,
             )
         except TimeoutError:
             raise WorkerFaultError(
-                f"no answer from all {size} ranks within {self.config.job_timeout:g} s"
+                f"no answer from all {size} ranks within {self.settings.confirm_job_timeout_s:g} s"
                 " (a rank hung or was stopped)"
             ) from None
         except (ConnectionError, OSError) as exc:
@@ -319,8 +274,7 @@ class Pool:
             await asyncio.to_thread(process.wait)
             self._process = None
         self.pids = []
-        self.pid_file.unlink(missing_ok=True)
-        for leftover in self.config.store_dir.glob(f"store-{os.getpid()}-*"):
+        for leftover in self.settings.confirm_runtime_dir.glob(f"store-{os.getpid()}-*"):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
 
@@ -332,9 +286,3 @@ class Pool:
                 await self._build_task
         await self._kill()
         self.state, self.message = "stopped", "stopped"
-
-
-def describe(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):
-        return "it was not ready in time"
-    return str(exc) or type(exc).__name__

@@ -17,6 +17,7 @@ from collections import OrderedDict, deque
 
 from app.confirm.jobs import Job, Outcome
 from app.confirm.pool import ConfirmBusyError, ConfirmUnavailableError, Pool, WorkerFaultError
+from app.settings import Settings
 
 log = logging.getLogger("atlas.confirm")
 
@@ -24,20 +25,12 @@ log = logging.getLogger("atlas.confirm")
 class Scheduler:
     """Round-robin between clients over one pool; used from one event loop."""
 
-    def __init__(
-        self,
-        pool: Pool,
-        *,
-        queue_limit: int,
-        client_limit: int,
-        cache_size: int,
-        start_timeout: float,
-    ) -> None:
-        self.pool = pool
-        self.queue_limit = queue_limit
-        self.client_limit = client_limit
-        self.cache_size = cache_size
-        self.start_timeout = start_timeout
+    def __init__(self, settings: Settings) -> None:
+        self.pool = Pool(settings)
+        self.queue_limit = settings.confirm_queue_limit
+        self.client_limit = settings.confirm_client_limit
+        self.cache_size = settings.confirm_cache_size
+        self.start_timeout = settings.confirm_start_timeout_s
         self.runs = 0
         self._queues: OrderedDict[str, deque[tuple[Job, asyncio.Future[Outcome]]]] = OrderedDict()
         self._held: dict[str, int] = {}

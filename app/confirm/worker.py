@@ -174,11 +174,15 @@ def warm_job(world_size: int) -> Job:
 # ---- the warm pool -------------------------------------------------------------------------
 
 
-def set_parent_death_signal() -> None:
-    """Ask Linux to SIGKILL this process when its parent (rank 0, the forking process) dies."""
+def die_with(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when ``parent`` (the pool's owner for rank 0, rank 0
+    for the others) dies, and exit now if it already has: a rank stopped or stuck in a
+    collective could not notice by itself, and would outlive its pool."""
     libc = ctypes.CDLL(None, use_errno=True)
     pr_set_pdeathsig = 1
     libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(0)
 
 
 def process_groups(
@@ -244,9 +248,7 @@ def serve(args: argparse.Namespace) -> None:
     for rank in range(1, args.world):
         pid = os.fork()
         if pid == 0:
-            set_parent_death_signal()
-            if os.getppid() != parent:
-                os._exit(0)
+            die_with(parent)
             for other, fd in enumerate(fds):
                 if other != rank:
                     os.close(fd)
@@ -278,9 +280,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--group-timeout", type=float, required=True)
     parser.add_argument("--init-timeout", type=float, required=True)
+    parser.add_argument("--owner", type=int, required=True, help="the pool owner's pid")
     args = parser.parse_args(argv)
     if len(args.fds) != args.world:
         parser.error("--fds needs one socket per rank")
+    die_with(args.owner)
     serve(args)
 
 
