@@ -61,76 +61,65 @@ class ConfirmService:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.role: Role = "off"
-        self._off_message = ""
+        # Why this server cannot confirm at all (torch missing, turned off), else "".
+        self.off_message = ""
         self._host: PoolHost | None = None
         self._watch: asyncio.Task[None] | None = None
         self._status: asyncio.Task[ServiceStatus] | None = None
-        self._stopping = False
 
     @property
-    def off_message(self) -> str:
-        """Why this server cannot confirm at all (torch missing, turned off), else ""."""
-        return self._off_message if self.role == "off" else ""
+    def role(self) -> Role:
+        if self.off_message:
+            return "off"
+        return "owner" if self._host is not None and self._host.scheduler is not None else "peer"
 
     async def start(self) -> None:
         """Ask the launcher's owner, or take the owner's lock, or watch for it."""
-        self._off_message = off_reason(self.settings)
-        if self._off_message:
-            log.warning("%s", self._off_message)
+        self.off_message = off_reason(self.settings)
+        if self.off_message:
+            log.warning("%s", self.off_message)
             return
         host = PoolHost(self.settings)
         try:
             if self.settings.confirm_pool_process:
                 # The owner is another process; a folder it cannot use, this worker says why.
                 os.close(open_lock(self.settings))
-                owner = False
-            else:
-                owner = host.take_lock()
+                return
+            owner = host.take_lock()
         except OSError as exc:
             self._unusable(exc)
             return
-        self.role = "peer"
-        if self.settings.confirm_pool_process:
-            return
         self._host = host
         if owner:
-            await self._own()
+            await self._own(host)
         else:
-            self._watch = asyncio.create_task(self._watch_lock())
+            self._watch = asyncio.create_task(self._watch_lock(host))
 
     def _unusable(self, exc: OSError) -> None:
         # Everything else still works; the panel and the API say why this part does not.
-        self.role = "off"
-        self._off_message = (
+        self.off_message = (
             f"The torch.distributed confirmation cannot use its runtime folder"
             f" {self.settings.confirm_runtime_dir} (ATLAS_CONFIRM_RUNTIME_DIR):"
             f" {exc.strerror or exc}."
         )
-        log.error(self._off_message)
+        log.error(self.off_message)
 
-    async def _own(self) -> None:
-        assert self._host is not None
+    async def _own(self, host: PoolHost) -> None:
         try:
-            await self._host.start()
+            await host.start()
         except OSError as exc:  # cannot listen on its socket: no owner here, and no ranks
             self._unusable(exc)
-            await self._host.stop()
-            return
-        self.role = "owner"
+            await host.stop()
 
-    async def _watch_lock(self) -> None:
-        assert self._host is not None
-        while not self._stopping:
+    async def _watch_lock(self, host: PoolHost) -> None:
+        while not host.take_lock():
             await asyncio.sleep(TAKEOVER_POLL_SECONDS)
-            if self._host.take_lock():
-                await self._own()
-                return
+        await self._own(host)
 
     async def submit(self, job: Job, client: str) -> Outcome:
         """Run a job on the shared pool in ``client``'s turn. Raises ConfirmError (429 or 503)."""
-        if self.role == "off":
-            raise ConfirmUnavailableError(self._off_message)
+        if self.off_message:
+            raise ConfirmUnavailableError(self.off_message)
         settings = self.settings
         # Long enough for a start, a failed job, a rebuild and the retry; never forever.
         patience = 2 * settings.confirm_start_timeout_s + 3 * settings.confirm_job_timeout_s
@@ -142,10 +131,10 @@ class ConfirmService:
     async def status(self) -> ServiceStatus:
         """The pool's state as seen from this worker; concurrent callers share one request."""
         world = self.settings.confirm_world_size
-        if self.role == "off":
+        if self.off_message:
             return ServiceStatus(
                 state="unavailable",
-                message=self._off_message,
+                message=self.off_message,
                 role="off",
                 world_size=world,
                 torch_version="",
@@ -208,12 +197,10 @@ class ConfirmService:
 
     async def stop(self) -> None:
         """Stop watching, and if this worker owns the pool, stop it and release the lock."""
-        self._stopping = True
         if self._watch is not None:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watch
         if self._host is not None:
             await self._host.stop()
-        self.role = "off"
-        self._off_message = "the server is shutting down"
+        self.off_message = "the server is shutting down"
