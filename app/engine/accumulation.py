@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from app.engine.checks import as_floats, finite_results, finite_scalar, quiet_overflow, ranked_items
+from app.engine.checks import finite_results, finite_scalar, quiet_overflow, ranked_items
 from app.engine.decimals import as_decimal
 from app.engine.errors import EngineError, renamed_fields
 from app.engine.gradient import (
@@ -124,7 +124,7 @@ def accumulate(
     ]
     # Exact arithmetic needs finite inputs: a count or mean past the float range is refused first.
     finite_results("weights" if weights is not None else "microbatches", total=total)
-    finite_results("microbatches", means=np.array([m for row in means for m in row]))
+    finite_results("microbatches", means=[m for row in means for m in row])
     # The two window gradients, both steps and their difference from the exact values of the
     # microbatch counts and means, rounded once: equal gradients give a difference of exactly 0.
     exact = weighted_means(
@@ -136,7 +136,8 @@ def accumulate(
     step, start = as_decimal(eta), as_decimal(w)
     naive, window = agreement.plain, agreement.counted
     scale = [[ranks * len(row) * n / total for n in row] for row in counts]
-    finite_results("microbatches", naive_gradient=rounded(naive), window_gradient=rounded(window))
+    naive_gradient, window_gradient = rounded(naive), rounded(window)
+    finite_results("microbatches", naive_gradient=naive_gradient, window_gradient=window_gradient)
     count_field = "microbatches" if weights is None else "weights"
     with renamed_fields({"counts": count_field, "means": "microbatches"}):
         across = from_means(rank_counts, rank_window, eta=eta, w=w)
@@ -148,24 +149,24 @@ def accumulate(
         w_new_naive=w_new_naive,
         w_new_window=w_new_window,
         w_new_difference=w_new_difference,
-        rank_naive_means=np.array(rank_naive),
-        rank_window_means=np.array(rank_window),
+        rank_naive_means=rank_naive,
+        rank_window_means=rank_window,
+        scale_factors=[f for row in scale for f in row],
     )
-    finite_results("microbatches", scale_factors=np.array([f for row in scale for f in row]))
     return AccumulationResult(
         P=ranks,
         N=total,
         microbatch_counts=tuple(len(row) for row in counts),
-        counts=tuple(as_floats(row) for row in counts),
-        means=tuple(as_floats(row) for row in means),
-        rank_counts=as_floats(rank_counts),
-        rank_naive_means=as_floats(rank_naive),
-        rank_window_means=as_floats(rank_window),
+        counts=tuple(map(tuple, counts)),
+        means=tuple(map(tuple, means)),
+        rank_counts=tuple(rank_counts),
+        rank_naive_means=tuple(rank_naive),
+        rank_window_means=tuple(rank_window),
         eta=eta,
         w=w,
-        naive_gradient=rounded(naive),
-        window_gradient=rounded(window),
-        scale_factors=tuple(as_floats(row) for row in scale),
+        naive_gradient=naive_gradient,
+        window_gradient=window_gradient,
+        scale_factors=tuple(map(tuple, scale)),
         w_new_naive=w_new_naive,
         w_new_window=w_new_window,
         w_new_difference=w_new_difference,

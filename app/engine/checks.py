@@ -3,7 +3,7 @@
 import functools
 import math
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import ParamSpec, TypeVar
 
 import numpy as np
@@ -29,11 +29,6 @@ def quiet_overflow(function: Callable[Params, Result]) -> Callable[Params, Resul
             return function(*args, **kwargs)
 
     return wrapper
-
-
-def as_floats(values: Iterable[float]) -> tuple[float, ...]:
-    """Plain Python floats (not NumPy scalars) for the frozen result types."""
-    return tuple(float(x) for x in values)
 
 
 def is_number(value: object) -> bool:
