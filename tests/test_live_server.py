@@ -10,13 +10,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+import uvicorn
 from bs4 import BeautifulSoup
 
 from app.lesson.quiz import Question
+from app.main import create_app
 from bench._procs import uvicorn_workers
 from bench._servers import Server, free_port, launch, stop
 from bench._sse import Event, read_events
-from tests.test_live import questions
+from tests.test_live import questions, settings_for
 
 KEY = "test-live-server-key"
 
@@ -282,5 +284,51 @@ def test_a_students_htmx_answer_shows_what_their_stream_shows(one_worker: Server
                 reader.cancel()
                 for client in (ada, *others):
                     await client.aclose()
+
+    asyncio.run(run())
+
+
+def test_a_stream_ends_when_its_feed_fails(tmp_path: Path) -> None:
+    # A feed that dies of anything but a database away (which it waits out) reads nothing
+    # more: its streams must end (the page's EventSource reconnects), not stay open and silent.
+    # The app runs in this process (a real uvicorn on loopback) so that its read can be broken.
+    app = create_app(settings_for(tmp_path / "data"))
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
+    url = f"http://127.0.0.1:{port}"
+    first = questions()[0]
+
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug while reading the class")
+
+    async def run() -> None:
+        serving = asyncio.create_task(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.05)
+        try:
+            async with httpx.AsyncClient(base_url=url, timeout=30) as host:
+                code = await start_class(host)
+                hosted: asyncio.Queue[Event] = asyncio.Queue()
+                watcher = asyncio.create_task(
+                    follow(host, f"/class/{code}/events?view=host", hosted)
+                )
+                await next_event(hosted)
+                service = app.state.live
+                service.snapshot = broken
+                await host.post(f"/class/{code}/ask", data={"question": first.id})
+                await asyncio.wait_for(watcher, 5)  # the stream has ended
+                del service.snapshot
+                # The page's reconnection finds a feed that reads the class again.
+                again: asyncio.Queue[Event] = asyncio.Queue()
+                rewatch = asyncio.create_task(
+                    follow(host, f"/class/{code}/events?view=host", again)
+                )
+                try:
+                    assert f"Question {first.number}:" in (await next_event(again)).data
+                finally:
+                    rewatch.cancel()
+        finally:
+            server.should_exit = True
+            await serving
 
     asyncio.run(run())

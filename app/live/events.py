@@ -9,6 +9,7 @@ student's stream renders only when what their page shows has changed.
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from app.live.pages import host_context, render, screen_context, student_context
 from app.live.service import LiveService, Snapshot
 from app.live.view import student_view
 
+log = logging.getLogger("atlas")
 MIN_GAP_S = 0.1
 PING_S = 15
 
@@ -34,6 +36,7 @@ class Feed:
         self.snapshot: Snapshot | None = None
         self.changed = Signal()
         self.holders = 0
+        self.failed = False
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
 
@@ -61,15 +64,24 @@ class Feed:
                 attempt += 1
 
     async def _follow(self) -> None:
-        async with self.service.broker.subscribe(self.class_id) as told:
-            seen = told.generation
-            self.snapshot = await self._read()
-            self._ready.set()
-            while self.snapshot is not None:
-                seen = await told.wait(seen)
-                await asyncio.sleep(MIN_GAP_S)  # what arrives meanwhile is read in one go
+        try:
+            async with self.service.broker.subscribe(self.class_id) as told:
                 seen = told.generation
-                self._offer(await self._read())
+                self.snapshot = await self._read()
+                self._ready.set()
+                while self.snapshot is not None:
+                    seen = await told.wait(seen)
+                    await asyncio.sleep(MIN_GAP_S)  # what arrives meanwhile is read in one go
+                    seen = told.generation
+                    self._offer(await self._read())
+        except Exception:
+            # Not the database away (``_read`` waits for it): this feed will read nothing more,
+            # and its streams would wait for changes forever. They end instead, and their pages
+            # reconnect (EventSource does by itself) to a new feed.
+            log.exception("live class feed of class %s failed", self.class_id)
+            self.failed = True
+            self._ready.set()
+            self.changed.fire()
 
     async def confirm(self) -> Snapshot | None:
         """The class read now, not when this feed last looked: what a stream must see before it
@@ -98,8 +110,8 @@ class Feeds:
     @contextlib.asynccontextmanager
     async def follow(self, class_id: int) -> AsyncIterator[Feed]:
         feed = self.feeds.get(class_id)
-        fresh = feed is None
-        if feed is None:
+        fresh = feed is None or feed.failed  # a failed feed's streams are ending: start anew
+        if feed is None or fresh:
             feed = self.feeds[class_id] = Feed(self.service, class_id)
         feed.holders += 1
         try:
@@ -114,7 +126,8 @@ class Feeds:
         finally:
             feed.holders -= 1
             if not feed.holders:
-                del self.feeds[class_id]
+                if self.feeds.get(class_id) is feed:
+                    del self.feeds[class_id]
                 await feed.stop()
 
 
@@ -124,7 +137,7 @@ Renderer = Callable[[Snapshot], tuple[object, str, Callable[[], str]] | None]
 def _stream(request: Request, class_id: int, render_now: Renderer) -> EventSourceResponse:
     """Events from ``render_now(snapshot)`` → ``(key, event name, render)``: rendered and sent
     only when the key differs from the last one sent; None ends the stream (the class or the
-    student is gone)."""
+    student is gone). A failed feed ends it without a word: the page reconnects."""
     feeds: Feeds = request.app.state.live_feeds
 
     async def events() -> AsyncIterator[ServerSentEvent]:
@@ -132,7 +145,7 @@ def _stream(request: Request, class_id: int, render_now: Renderer) -> EventSourc
             last: object = None
             seen = feed.changed.generation
             snapshot = feed.snapshot
-            while True:
+            while not feed.failed:
                 made = render_now(snapshot) if snapshot is not None else None
                 if made is None:  # gone, unless the feed's snapshot is older than the stream
                     snapshot = await feed.confirm()
