@@ -4,12 +4,8 @@
 ``max_url_bytes`` gets 414, a body larger than ``max_body_bytes`` gets 413 (at once when
 Content-Length says so, else as soon as the streamed body passes the limit). The body is read
 whole, bounded, before the app runs, then handed to it unchanged, so no route ever waits on a slow
-upload; a client that leaves before its body is whole gets no answer and runs no route.
-
-How long a body may take is the server's to enforce, below the app (``app.web.server``: a pause,
-a minimum rate, a whole-request deadline, each 408): one clock per connection, which also covers
-the head. Under plain ``uvicorn app.main:app`` nothing times a body: a slow upload holds its
-connection for as long as the client keeps it open.
+upload; a client that leaves before its body is whole gets no answer and runs no route. How
+long a body may take is ``app.web.server``'s to enforce, one clock per connection with its head.
 
 Errors quote the input they refuse only as a short prefix (``short``), never whole.
 """
@@ -19,6 +15,7 @@ from typing import Any
 
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -99,13 +96,6 @@ BODY_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-class _RefusedError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
 def _content_length(scope: Scope) -> int | None:
     for name, value in scope["headers"]:
         if name == b"content-length":
@@ -131,10 +121,10 @@ class RequestLimits:
         try:
             self._check_url(scope)
             body_receive = await self._read_body(scope, receive)
-        except _RefusedError as refused:
+        except HTTPException as refused:
             # Closing the connection: the rest of a refused body is never read.
             response = error_response(
-                scope, refused.status, refused.message, headers={"Connection": "close"}
+                scope, refused.status_code, refused.detail, headers={"Connection": "close"}
             )
             await response(scope, receive, send)
             return
@@ -146,14 +136,14 @@ class RequestLimits:
         path = scope.get("raw_path") or scope["path"].encode("utf-8", "replace")
         size = len(path) + len(scope.get("query_string", b""))
         if size > self.max_url_bytes:
-            raise _RefusedError(
+            raise HTTPException(
                 414,
                 f"URL too long: {size} bytes of path and query; the limit is"
                 f" {self.max_url_bytes} (ATLAS_MAX_URL_BYTES).",
             )
 
-    def _too_large(self, size: str) -> _RefusedError:
-        return _RefusedError(
+    def _too_large(self, size: str) -> HTTPException:
+        return HTTPException(
             413,
             f"Request body too large: {size} bytes; the limit is {self.max_body_bytes}"
             " (ATLAS_MAX_BODY_BYTES).",
@@ -181,16 +171,11 @@ class RequestLimits:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        body = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-        return _replay([body], receive)
+        pending: list[Message] = [
+            {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        ]
 
+        async def replay() -> Message:
+            return pending.pop() if pending else await receive()
 
-def _replay(messages: list[Message], receive: Receive) -> Receive:
-    pending = list(messages)
-
-    async def replay() -> Message:
-        if pending:
-            return pending.pop(0)
-        return await receive()
-
-    return replay
+        return replay
