@@ -15,7 +15,7 @@ from app import PACKAGE_DIR
 from app.lesson.quiz import read_results, sign_results
 from app.main import create_app
 from app.settings import Settings
-from app.web.secretkey import KEY_FILE, SecretKeyError, kept_secret, private_folder
+from app.web.secretkey import KEY_FILE, SecretKeyError, kept_secret
 from bench._procs import uvicorn_workers
 from bench._servers import Server, free_port, launch, stop
 from tests.test_classroom import cpu_ticks, fresh_connection_get, questions
@@ -55,7 +55,8 @@ def test_an_open_data_folder_is_refused(tmp_path: Path) -> None:
     tmp_path.chmod(0o755)
     with pytest.raises(SecretKeyError, match="0700"):
         kept_secret(tmp_path)
-    assert private_folder(tmp_path / "new") == tmp_path / "new"
+    assert kept_secret(tmp_path / "new")
+    assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o700
 
 
 def test_a_readable_key_file_is_refused(tmp_path: Path) -> None:

@@ -9,14 +9,11 @@ while the other worker idles. With ``SO_REUSEPORT`` each worker listens on its o
 same address, and Linux hands each new connection to one of them by a hash of the connection's
 addresses: about half each, whichever worker is awake.
 
-``run`` is ``uvicorn.run`` but for that: with several workers on Linux it calls ``serve``, which
-does for them what ``uvicorn.run`` does, with one difference. The supervisor checks that the
-address is free (a clear error if not, as uvicorn gives), and each worker, uvicorn's own
-``Multiprocess`` process, binds a socket of its own as it starts (:class:`WorkerSocket`), a
-restarted worker too. A worker takes connections once its app has started: until then, and while
-one restarts, the others take them all; a worker that stops drops the connections still waiting in
-its own queue (refused: a browser asks again). Linux only: elsewhere ``SO_REUSEPORT`` does not
-spread connections, and ``run`` keeps uvicorn's shared socket.
+``run`` is ``uvicorn.run`` but for that: with several workers on Linux (elsewhere
+``SO_REUSEPORT`` does not spread connections) the supervisor checks that the address is free, and
+each worker, uvicorn's own ``Multiprocess`` process, binds a socket of its own as it starts
+(:class:`WorkerSocket`), a restarted worker too. A worker that stops drops the connections still
+waiting in its own queue (refused: a browser asks again).
 """
 
 import contextlib
@@ -37,12 +34,8 @@ def spreads_connections() -> bool:
     return sys.platform == "linux" and hasattr(socket, "SO_REUSEPORT")
 
 
-def _family(host: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in host else socket.AF_INET
-
-
 def _socket(host: str, *, shared: bool) -> socket.socket:
-    sock = socket.socket(_family(host), socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if shared:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)

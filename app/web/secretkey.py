@@ -24,22 +24,23 @@ class SecretKeyError(RuntimeError):
     """The data folder cannot hold a private key (wrong owner, open permissions)."""
 
 
-def private_folder(folder: Path) -> Path:
-    """``folder``, created 0700 if missing; refused unless this user owns it and no one else
-    may read or write it (a folder another user made first could hand us their key)."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = folder.stat()
+def _refuse_unless_private(path: Path, message: str) -> None:
+    """Refuse ``path`` unless this user owns it and no one else may read or write it (a folder
+    or key file another user made first could hand us their key)."""
+    info = path.stat()
     if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
-        raise SecretKeyError(
-            f"{folder} (ATLAS_DATA_DIR) must belong to this user with mode 0700 to hold the"
-            " generated signing key; fix it or set ATLAS_SECRET_KEY"
-        )
-    return folder
+        raise SecretKeyError(message)
 
 
 def kept_secret(folder: Path) -> str:
-    """The key kept in ``folder``, made by whichever worker first finds none."""
-    folder = private_folder(folder)
+    """The key kept in ``folder`` (created 0700 if missing), made by whichever worker first
+    finds none."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _refuse_unless_private(
+        folder,
+        f"{folder} (ATLAS_DATA_DIR) must belong to this user with mode 0700 to hold the"
+        " generated signing key; fix it or set ATLAS_SECRET_KEY",
+    )
     target = folder / KEY_FILE
     if not target.exists():
         descriptor, draft = tempfile.mkstemp(dir=folder, prefix=".draft-")  # mode 0600
@@ -57,9 +58,7 @@ def kept_secret(folder: Path) -> str:
             " in %s; keep that folder to keep scores and classes across restarts",
             target,
         )
-    info = target.stat()
-    if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
-        raise SecretKeyError(f"{target} must belong to this user with mode 0600")
+    _refuse_unless_private(target, f"{target} must belong to this user with mode 0600")
     key = target.read_text()
     if not key:
         raise SecretKeyError(f"{target} is empty; remove it or set ATLAS_SECRET_KEY")
