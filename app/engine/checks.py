@@ -113,11 +113,10 @@ def ranked_lists(
     weights: Sequence[Sequence[float]] | None,
     *,
     targets_field: str = "targets",
-    weights_field: str = "weights",
     where: str = "",
 ) -> list[tuple[list[float], list[float]]]:
-    """Per list (a rank, or a rank's microbatch) its targets and their weights as float lists,
-    shape-checked.
+    """Per list (a rank, or a rank's microbatch) its targets and their weights (the request's
+    ``weights``) as float lists, shape-checked.
 
     Without ``weights`` every item weighs 1. A weight of 0 marks a padded or masked item.
     """
@@ -125,8 +124,8 @@ def ranked_lists(
         raise EngineError(targets_field, f"{targets_field}{where} must be a list of lists")
     if weights is not None and len(weights) != len(targets):
         raise EngineError(
-            weights_field,
-            f"{weights_field}{where} has {len(weights)} lists"
+            "weights",
+            f"weights{where} has {len(weights)} lists"
             f" but {targets_field}{where} has {len(targets)}",
         )
     pairs = []
@@ -136,12 +135,11 @@ def ranked_lists(
         if weights is None:
             weight = [1.0] * len(y)
         else:
-            weight = finite_floats(weights_field, weights[index], non_negative=True, where=at)
+            weight = finite_floats("weights", weights[index], non_negative=True, where=at)
             if len(weight) != len(y):
                 raise EngineError(
-                    weights_field,
-                    f"{weights_field}{at} has {len(weight)} entries"
-                    f" but {targets_field}{at} has {len(y)}",
+                    "weights",
+                    f"weights{at} has {len(weight)} entries but {targets_field}{at} has {len(y)}",
                 )
         pairs.append((y, weight))
     return pairs
@@ -152,13 +150,10 @@ def ranked_items(
     weights: Sequence[Sequence[float]] | None,
     *,
     targets_field: str = "targets",
-    weights_field: str = "weights",
     where: str = "",
 ) -> list[tuple[FloatArray, FloatArray]]:
     """``ranked_lists`` as pairs of 1-D float64 arrays."""
-    pairs = ranked_lists(
-        targets, weights, targets_field=targets_field, weights_field=weights_field, where=where
-    )
+    pairs = ranked_lists(targets, weights, targets_field=targets_field, where=where)
     return [
         (np.array(y, dtype=np.float64), np.array(weight, dtype=np.float64)) for y, weight in pairs
     ]

@@ -8,12 +8,7 @@ from itertools import repeat
 
 import numpy as np
 
-from app.engine.checks import (
-    finite_results,
-    finite_scalar,
-    quiet_overflow,
-    ranked_lists,
-)
+from app.engine.checks import finite_results, finite_scalar, quiet_overflow, ranked_lists
 from app.engine.decimals import decimal_ratio, ratio_sum
 from app.engine.errors import EngineError
 from app.engine.gradient import require_items

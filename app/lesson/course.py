@@ -42,11 +42,6 @@ class Skipped:
     file: str
     error: str
 
-    @classmethod
-    def of(cls, path: Path, message: str) -> "Skipped":
-        # The message without the server's folder: /healthz shows it.
-        return cls(path.name, message.removeprefix(f"{path}: "))
-
 
 @dataclass(frozen=True, slots=True)
 class ServedLessons:
@@ -100,7 +95,8 @@ def load_course(path: Path) -> ServedLessons:
             lesson = load_lesson(file)
             slug = slug_of(lesson)
         except LessonLoadError as exc:
-            skipped.append(Skipped.of(file, str(exc)))
+            # The message without the server's folder: /healthz shows it.
+            skipped.append(Skipped(file.name, str(exc).removeprefix(f"{file}: ")))
             continue
         taken = next(
             (other for s, other in loaded if s == slug or other.record.id == lesson.record.id), None
