@@ -23,14 +23,6 @@ BLOCKS = {"lab": "lab", "lab-details": "lab_details", "lab-charts": "lab_charts"
 STATE_URL_HEADER = "X-Lab-Url"
 
 
-def page_url(request: Request, *queries: str) -> str:
-    """The lesson page's address for a state: what the browser's address bar should show."""
-    # Under the app's own address: a lesson of a course is mounted under /learn/<slug>.
-    path = route_path(request, PAGE_ROUTE)
-    query = "&".join(q for q in queries if q)
-    return f"{path}?{query}" if query else path
-
-
 def fragment(
     request: Request, template: str, block: str, context: dict[str, Any], valid: bool
 ) -> Response:
@@ -43,7 +35,10 @@ def fragment(
     if valid:
         lab: LabPanel = context["lab"]
         ring: RingPanel = context["ring"]
-        headers[STATE_URL_HEADER] = page_url(request, lab.query, ring.query)
+        # Under the app's own address: a lesson of a course is mounted under /learn/<slug>.
+        path = route_path(request, PAGE_ROUTE)
+        query = "&".join(q for q in (lab.query, ring.query) if q)
+        headers[STATE_URL_HEADER] = f"{path}?{query}" if query else path
     status = 200 if valid else 422
     body = render_block(request, template, block, context)
     return HTMLResponse(body, status_code=status, headers=headers)
