@@ -99,6 +99,15 @@ class ConfirmResponse(BaseModel):
     attempts: int = Field(description="1, or 2 when a failed rank forced a rebuild and a retry.")
     notes: list[str] = Field(description="How the request became per-rank items.")
 
+    @property
+    def runs(self) -> dict[str, RunCheck]:
+        """The three runs by name, in the panel's order."""
+        return {
+            "ddp_default": self.ddp_default,
+            "compensated": self.compensated,
+            "comm_hook": self.comm_hook,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Tolerances:

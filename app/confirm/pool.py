@@ -225,18 +225,16 @@ class Pool:
         """Send the job to ranks 0…P-1 and gather their reports within the deadline."""
         size = job.world_size
         frame = encode(job.model_dump())
-        self._busy = True
-        try:
+
+        async def exchange() -> list[dict[str, object]]:
             for writer in self._writers[:size]:
                 writer.write(frame)
-            await asyncio.wait_for(
-                asyncio.gather(*(writer.drain() for writer in self._writers[:size])),
-                timeout=self.settings.confirm_job_timeout_s,
-            )
-            messages = await asyncio.wait_for(
-                asyncio.gather(*(self._message(rank) for rank in range(size))),
-                timeout=self.settings.confirm_job_timeout_s,
-            )
+            await asyncio.gather(*(writer.drain() for writer in self._writers[:size]))
+            return await asyncio.gather(*(self._message(rank) for rank in range(size)))
+
+        self._busy = True
+        try:
+            messages = await asyncio.wait_for(exchange(), self.settings.confirm_job_timeout_s)
         except TimeoutError:
             raise WorkerFaultError(
                 f"no answer from all {size} ranks within {self.settings.confirm_job_timeout_s:g} s"

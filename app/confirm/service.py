@@ -144,19 +144,13 @@ class ConfirmService:
         return await asyncio.shield(self._status)
 
     async def _ask_status(self) -> ServiceStatus:
-        world = self.settings.confirm_world_size
         try:
-            answer = await self._ask({"op": "status"}, STATUS_PATIENCE_S)
+            status = (await self._ask({"op": "status"}, STATUS_PATIENCE_S))["status"]
         except ConfirmUnavailableError:
-            return ServiceStatus(
-                state="starting",
-                message="waiting for the pool's owner",
-                role=self.role,
-                world_size=world,
-                torch_version="",
-            )
+            status = {"state": "starting", "message": "waiting for the pool's owner"}
+        world = self.settings.confirm_world_size
         return ServiceStatus.model_validate(
-            {**answer["status"], "role": self.role, "world_size": world}
+            {"torch_version": "", **status, "role": self.role, "world_size": world}
         )
 
     async def _ask(self, request: dict[str, Any], patience: float) -> dict[str, Any]:

@@ -46,7 +46,6 @@ class ConfirmView:
     elapsed: str = ""
     cached: bool = False
     retried: bool = False
-    replicas_agree: bool = False
     engine_agrees: bool = False
     verdict: str = ""
     tolerance: str = ""
@@ -57,14 +56,6 @@ class ConfirmView:
     @property
     def done(self) -> bool:
         return bool(self.runs)
-
-
-def _runs(result: ConfirmResponse) -> dict[str, RunCheck]:
-    return {
-        "ddp_default": result.ddp_default,
-        "compensated": result.compensated,
-        "comm_hook": result.comm_hook,
-    }
 
 
 def _row(key: str, run: RunCheck, grad_digits: int, w_digits: int) -> RunRow:
@@ -92,7 +83,7 @@ def _names(keys: list[str]) -> str:
 def verdict(result: ConfirmResponse) -> str:
     """The panel's verdict, chosen by the flags and the engine's reason: replica consistency,
     then which runs match the single-process reference and why."""
-    runs = _runs(result)
+    runs = result.runs
     split = [key for key, run in runs.items() if not run.replicas_agree]
     if split:
         first = f"The replicas disagree in the {_names(split)} run{'s' if len(split) > 1 else ''}"
@@ -137,7 +128,7 @@ def verdict(result: ConfirmResponse) -> str:
 def confirm_view(result: ConfirmResponse) -> ConfirmView:
     """Format a finished confirmation for the panel: one digit count for the gradients and
     one for w_new, the fewest that print different values differently."""
-    runs = _runs(result)
+    runs = result.runs
     grads = [g for run in runs.values() for g in (*run.grad, run.engine_grad)]
     w_news = [x for run in runs.values() for x in (*run.w_new, run.engine_w_new)]
     grad_digits = distinct_digits([*grads, result.reference.grad])
@@ -153,7 +144,6 @@ def confirm_view(result: ConfirmResponse) -> ConfirmView:
         elapsed=f"{result.elapsed_ms:.0f} ms" if result.elapsed_ms >= 1 else "under 1 ms",
         cached=result.cached,
         retried=result.attempts > 1,
-        replicas_agree=result.replicas_agree,
         engine_agrees=result.engine_agrees,
         verdict=verdict(result),
         tolerance=(

@@ -49,12 +49,12 @@ TORCH_VERSION = str(torch.__version__)
 DTYPE = torch.float64
 
 
+@dataclass
 class HookState:
     """The comm hook's state: its process group and this update's global count N."""
 
-    def __init__(self, group: Any) -> None:
-        self.group = group
-        self.total = 1.0
+    group: Any
+    total: float = 1.0
 
 
 def sum_then_divide_by_total(
