@@ -28,7 +28,6 @@ class Frame:
     bottom: str
     tick_x: str
     label_y: str
-    guide_x: str
 
 
 WIDTH, HEIGHT = 360.0, 220.0
@@ -42,7 +41,6 @@ FRAME = Frame(
     bottom="186",
     tick_x="52",
     label_y="206",
-    guide_x="64",
 )
 # A label's width estimate in viewBox units per character of the 14-unit chart type.
 CHAR_WIDTH = 8.0
@@ -53,10 +51,17 @@ def coordinate(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def value_y(value: float, low: float, high: float) -> float:
-    """The y of ``value`` on a value axis from ``low`` (the plot's bottom) to ``high`` (its top)."""
-    span = high - low or 1.0
-    return BOTTOM - (value - low) / span * (BOTTOM - TOP)
+def along(value: float, low: float, high: float, start: float, end: float) -> float:
+    """Where ``value`` lies on an axis from ``low`` (at ``start``) to ``high`` (at ``end``); a
+    value axis runs from the plot's ``BOTTOM`` to its ``TOP``."""
+    return start + (value - low) / (high - low or 1.0) * (end - start)
+
+
+def widened(low: float, high: float) -> tuple[float, float]:
+    """A range of (about) one value, widened by 1 on each side; any other as it is."""
+    if high - low < 1e-9 * max(1.0, abs(high)):
+        return low - 1.0, high + 1.0
+    return low, high
 
 
 def nice_ceiling(value: float) -> float:
@@ -72,8 +77,7 @@ def nice_ceiling(value: float) -> float:
 
 def nice_range(low: float, high: float) -> tuple[float, float, float]:
     """Bounds widened to whole multiples of a round step (about four steps) and that step."""
-    if high - low < 1e-9 * max(1.0, abs(high)):
-        low, high = low - 1.0, high + 1.0
+    low, high = widened(low, high)
     step = nice_ceiling((high - low) / 4)
     return math.floor(low / step) * step, math.ceil(high / step) * step, step
 
@@ -81,7 +85,8 @@ def nice_range(low: float, high: float) -> tuple[float, float, float]:
 def value_ticks(low: float, high: float) -> tuple[Tick, ...]:
     """Three ticks on a value axis from ``low`` to ``high``: its ends and its middle."""
     return tuple(
-        Tick(coordinate(value_y(v, low, high)), fmt(v, 4)) for v in (low, (low + high) / 2, high)
+        Tick(coordinate(along(v, low, high, BOTTOM, TOP)), fmt(v, 4))
+        for v in (low, (low + high) / 2, high)
     )
 
 
@@ -89,6 +94,6 @@ def range_ticks(low: float, high: float, step: float) -> tuple[Tick, ...]:
     """A tick at every ``step`` from ``low`` to ``high`` (``nice_range``'s bounds and step)."""
     count = round((high - low) / step)
     return tuple(
-        Tick(coordinate(value_y(value, low, high)), fmt(value, 4))
+        Tick(coordinate(along(value, low, high, BOTTOM, TOP)), fmt(value, 4))
         for value in (low + k * step for k in range(count + 1))
     )

@@ -15,12 +15,13 @@ from app.lab.axes import (
     FRAME,
     LEFT,
     RIGHT,
+    TOP,
     Frame,
     Tick,
+    along,
     coordinate,
     nice_ceiling,
     value_ticks,
-    value_y,
 )
 from app.lab.numbers import fmt
 from app.lab.state import MAX_RANKS
@@ -114,7 +115,7 @@ class Column:
 
     def series(self, kind: str, values: Sequence[float], top: float) -> Series:
         """This column's bars for ``values`` on a value axis from 0 to ``top``, as one path."""
-        ys = [value_y(value, 0.0, top) for value in values]
+        ys = [along(value, 0.0, top, BOTTOM, TOP) for value in values]
         width = self.width
         bars = tuple([Bar(x, y, width, BOTTOM - y) for x, y in zip(self.xs, ys, strict=True)])
         path = "".join(

@@ -257,7 +257,7 @@ def write(
         scale = (unit[1].numerator, unit[1].denominator)
     values = form.values
     for digits in range(DIGITS, most + 1):
-        forms = show.all(values, digits)
+        forms = [show(value, digits) for value in values]
         seen: dict[str, Number] = {}
         for value, operand in zip(values, forms, strict=True):
             other = seen.setdefault(operand.text, value)
@@ -280,7 +280,7 @@ def write(
                     or holds(exact, answer._replace(half=(0, 1)), scale)
                 ):
                     return _line(form, forms, answer.text + suffix, digits)
-    forms = show.all(values, most)
+    forms = [show(value, most) for value in values]
     reached = Fraction(*form.value(forms))
     if unit is not None:
         reached /= unit[1]

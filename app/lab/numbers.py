@@ -1,10 +1,10 @@
 # ruff: noqa: RUF002, RUF003 (this module prints − and × on purpose)
 """Every number the app shows, printed by one rule.
 
-A number prints like ``%g`` with 6 significant digits (a true minus sign, ×10ⁿ exponents), and
-with the fewest digits from 6 up at which values shown together that differ print differently
-and a written-out line (``app.lab.equations``) holds as printed. Where a column shows exact
-values, a small fraction whose decimals do not end prints as one (1/12, not 0.0833333).
+A number prints like ``%g`` (a true minus sign, ×10ⁿ exponents) with the fewest significant
+digits, from 6 up, at which values shown together that differ print differently and a
+written-out line (``app.lab.equations``) holds as printed. A column of exact values prints a
+small fraction whose decimals do not end as that fraction (1/12, not 0.0833333).
 """
 
 import math
@@ -245,17 +245,6 @@ class Printer:
         """``fmt(value, digits)``: a float's text directly (quicker than its whole form), an
         exact value's from its expansion."""
         return fmt(value, digits) if type(value) is float else self(value, digits).text
-
-    def all(self, values: Iterable[Number], digits: int) -> list[Printed]:
-        """``[self(v, digits) for v in values]``, the float lookups inline."""
-        forms = self._floats.get(digits)
-        if forms is None:
-            forms = self._floats[digits] = {}
-        out = []
-        for value in values:
-            form = forms.get(value) if type(value) is float else None
-            out.append(self(value, digits) if form is None else form)
-        return out
 
     def exact(self, value: float, digits: int) -> str:
         """A float printed with ``digits`` digits, or as p/q where it is the float nearest to

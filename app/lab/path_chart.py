@@ -19,10 +19,10 @@ from app.lab.axes import (
     TOP,
     Frame,
     Tick,
+    along,
     coordinate,
     nice_range,
     range_ticks,
-    value_y,
 )
 from app.lab.numbers import fmt, fmt_distinct, minus_signs
 
@@ -253,7 +253,7 @@ def trajectory_chart(path: Trajectory, labels: tuple[str, str], description: str
         path.fixed_point_rank_mean,
     )
     low, high, step = nice_range(min(values), max(values))
-    ys = [value_y(value, low, high) for value in values]
+    ys = [along(value, low, high, BOTTOM, TOP) for value in values]
     x_texts = _step_axis(path.steps)[1]
     points_global, points_rank_mean = _points(x_texts, ys[:n]), _points(x_texts, ys[n : 2 * n])
     lines = (

@@ -9,7 +9,7 @@ from typing import NamedTuple, Protocol
 
 from app.engine import GradientResult, Trajectory, trajectory
 from app.engine.decimals import decimal_ratio
-from app.lab.axes import CHAR_WIDTH, coordinate, nice_ceiling
+from app.lab.axes import CHAR_WIDTH, along, coordinate, nice_ceiling, widened
 from app.lab.query import DEFAULT_STEPS
 from app.lab.state import GradientRequest
 
@@ -64,14 +64,6 @@ class NumberLine(NamedTuple):
     tick_y: str
 
 
-def _bounds(values: list[float]) -> tuple[float, float]:
-    low, high = min(values), max(values)
-    if high - low < 1e-9 * max(1.0, abs(high)):
-        low, high = low - 1.0, high + 1.0
-    pad = (high - low) * 0.08
-    return low - pad, high + pad
-
-
 def _label_x(x: float, text: str) -> tuple[float, str]:
     """Where a label centred on ``x`` goes, and its anchor, so it stays inside the frame."""
     half = len(text) * CHAR_WIDTH / 2
@@ -88,7 +80,6 @@ DOT_LABEL_Y = f"{AXIS_Y + 5:g}"
 TICK_Y = f"{AXIS_Y + DOT_RADIUS + 18:g}"
 RANK_MEAN_LABEL_Y = f"{LINE_HEIGHT - 6:g}"
 LEFT, RIGHT, AXIS = coordinate(LINE_LEFT), coordinate(LINE_RIGHT), coordinate(AXIS_Y)
-LINE_LENGTH = LINE_RIGHT - LINE_LEFT
 
 
 def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
@@ -99,9 +90,9 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
     counts = result.counts
     shown = [m if n > 0 else 0.0 for n, m in zip(counts, result.means, strict=True)]
     g, rank_mean = result.global_gradient, result.rank_mean_gradient
-    low, high = _bounds([*shown, g, rank_mean])
-    # x(value) = LINE_LEFT + (value - low) / span * LINE_LENGTH, written out where it is used.
-    span = high - low
+    low, high = widened(min(*shown, g, rank_mean), max(*shown, g, rank_mean))
+    pad = (high - low) * 0.08
+    low, high = low - pad, high + pad
     biggest = max(counts) or 1.0
     dots = []
     for r, (count, mean) in enumerate(zip(counts, shown, strict=True)):
@@ -111,7 +102,7 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
         else:
             radius = 5.0
             title = f"rank {r}: empty, counted as 0 by the plain rank mean"
-        at = LINE_LEFT + (mean - low) / span * LINE_LENGTH
+        at = along(mean, low, high, LINE_LEFT, LINE_RIGHT)
         dots.append(Dot(coordinate(at), coordinate(radius), str(r), DOT_LABEL_Y, title, count <= 0))
     shown_g, shown_rank_mean = fmt(g), fmt(rank_mean)
     markers = []
@@ -119,7 +110,7 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
         (g, f"g {shown_g}", "global", "18"),
         (rank_mean, f"rank mean {shown_rank_mean}", "rank-mean", RANK_MEAN_LABEL_Y),
     ):
-        at = LINE_LEFT + (value - low) / span * LINE_LENGTH
+        at = along(value, low, high, LINE_LEFT, LINE_RIGHT)
         label_x, anchor = _label_x(at, text)
         marked = coordinate(at)
         markers.append(
@@ -133,11 +124,11 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
             )
         )
     # Round values along the axis (about four steps), never the padded ends themselves.
-    step = nice_ceiling(span / 4)
+    step = nice_ceiling((high - low) / 4)
     ticks = []
     for k in range(math.ceil(low / step), math.floor(high / step) + 1):
         value = k * step
-        ticks.append((coordinate(LINE_LEFT + (value - low) / span * LINE_LENGTH), fmt(value, 4)))
+        ticks.append((coordinate(along(value, low, high, LINE_LEFT, LINE_RIGHT)), fmt(value, 4)))
     dots_text = "; ".join([d.title for d in dots])
     # Positional: the fields in NumberLine's order (a little quicker than by keyword).
     return NumberLine(
