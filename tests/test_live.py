@@ -432,6 +432,11 @@ def test_a_students_shared_state_goes_on_the_projector_without_their_name(
 ) -> None:
     code = start_class(app_client)
     pupil = student(app_client, code, "Zelda")
+    bad = pupil.post(f"/class/{code}/share", data={"counts": "1,3", "means": "2,x"})
+    assert bad.status_code == 422
+    assert node(bad.text, "details.live-share").has_attr("open")  # the form with its error
+    assert node(bad.text, "#share-means")["aria-invalid"] == "true"
+    assert node(bad.text, "#means-error").get_text(strip=True)
     shared = pupil.post(
         f"/class/{code}/share", data={"counts": "1,3", "means": "2,2", "eta": "0.5", "w": "1"}
     )

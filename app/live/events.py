@@ -167,24 +167,20 @@ def _stream(request: Request, class_id: int, render_now: Renderer) -> EventSourc
     )
 
 
-def host_stream(request: Request, class_id: int) -> EventSourceResponse:
+# The instructor's two views, each sent whole on every change: the template of its live part
+# and its context. A view's name is also its event's.
+VIEWS: dict[str, tuple[str, Callable[[Request, Snapshot], dict[str, object]]]] = {
+    "host": ("live/_host_live.html", host_context),
+    "screen": ("live/_screen_live.html", screen_context),
+}
+
+
+def view_stream(request: Request, class_id: int, view: str) -> EventSourceResponse:
+    """The dashboard's (``host``) or the projector's (``screen``) live part."""
+    template, context = VIEWS[view]
+
     def made(snapshot: Snapshot) -> tuple[object, str, Callable[[], str]]:
-        return (
-            snapshot.version,
-            "host",
-            lambda: render("live/_host_live.html", host_context(request, snapshot)),
-        )
-
-    return _stream(request, class_id, made)
-
-
-def screen_stream(request: Request, class_id: int) -> EventSourceResponse:
-    def made(snapshot: Snapshot) -> tuple[object, str, Callable[[], str]]:
-        return (
-            snapshot.version,
-            "screen",
-            lambda: render("live/_screen_live.html", screen_context(request, snapshot)),
-        )
+        return (snapshot.version, view, lambda: render(template, context(request, snapshot)))
 
     return _stream(request, class_id, made)
 

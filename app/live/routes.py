@@ -14,7 +14,7 @@ from starlette.types import Receive, Scope, Send
 
 from app.live import access
 from app.live.codes import read_code
-from app.live.events import host_stream, screen_stream, student_stream
+from app.live.events import VIEWS, student_stream, view_stream
 from app.live.export import csv_response
 from app.live.pages import (
     NO_STORE,
@@ -55,15 +55,9 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 # ---- helpers ------------------------------------------------------------------------------
 
 
-def _missing(request: Request, message: str) -> Response:
-    """404: the site's error page for a browser (JSON for a script), in the app's one shape."""
-    response = error_response(request.scope, 404, message)
-    response.headers["Cache-Control"] = NO_STORE
-    return response
-
-
-def _refused(request: Request, message: str) -> Response:
-    response = error_response(request.scope, 403, message)
+def _error(request: Request, status: int, message: str) -> Response:
+    """The site's error page for a browser (JSON for a script), in the app's one shape."""
+    response = error_response(request.scope, status, message)
     response.headers["Cache-Control"] = NO_STORE
     return response
 
@@ -78,7 +72,7 @@ async def _class(request: Request, code: str) -> LiveClass | Response:
     try:
         live = await service_of(request).find(code)
     except LiveError as error:
-        return _missing(request, error.message)
+        return _error(request, 404, error.message)
     if code != live.code and request.method == "GET":
         path = request.url.path.replace(f"/class/{code}", f"/class/{live.code}", 1)
         query = f"?{request.url.query}" if request.url.query else ""
@@ -89,21 +83,20 @@ async def _class(request: Request, code: str) -> LiveClass | Response:
 async def _hosted(request: Request, code: str) -> LiveClass | Response:
     """The class, if the request carries its host cookie; else 403 (students included)."""
     live = await _class(request, code)
-    if isinstance(live, Response):
+    if isinstance(live, Response) or access.is_host(request, live.code, live.host_token):
         return live
-    if not access.is_host(request, live.code, live.host_token):
-        return _refused(
-            request,
-            "This page and its actions are for the class's instructor. Open the dashboard from"
-            " the device that started the class, or with the co-host link it shows.",
-        )
-    return live
+    return _error(
+        request,
+        403,
+        "This page and its actions are for the class's instructor. Open the dashboard from"
+        " the device that started the class, or with the co-host link it shows.",
+    )
 
 
 async def _snapshot(request: Request, live: LiveClass) -> Snapshot | Response:
     snapshot = await service_of(request).snapshot(live.id)
     if snapshot is None:
-        return _missing(request, "This class has just been deleted.")
+        return _error(request, 404, "This class has just been deleted.")
     return snapshot
 
 
@@ -212,7 +205,7 @@ async def class_host(request: Request, code: str) -> Response:
         if isinstance(live, Response):
             return live
         if not hmac.compare_digest(key.encode(), live.host_token.encode()):
-            return _refused(request, "This co-host link is not valid for this class.")
+            return _error(request, 403, "This co-host link is not valid for this class.")
         response = _see(request, "class_host", code=live.code)
         access.let_host_in(request, response, live.code, live.host_token)
         return response
@@ -389,7 +382,7 @@ async def _student_page(
     (it shows nothing of the other students, so it reads none of them)."""
     found = await service_of(request).student_state(live.id, student.id)
     if found is None:
-        return _missing(request, "This class has just been deleted.")
+        return _error(request, 404, "This class has just been deleted.")
     state, me = found
     if me is None:
         return _see(request, "join_code", code=live.code)
@@ -465,18 +458,15 @@ async def class_share(request: Request, code: str) -> Response:
 async def class_events(request: Request, code: str) -> Response:
     """The page's live parts as Server-Sent Events: the current state first, then changes.
     The host's dashboard (host cookie), the projector (``?view=screen``) or a student's page."""
+    view = request.query_params.get("view")
+    if view in VIEWS:
+        hosted = await _hosted(request, code)
+        return hosted if isinstance(hosted, Response) else view_stream(request, hosted.id, view)
     live = await _class(request, code)
     if isinstance(live, Response):
         return live
-    if request.query_params.get("view") in ("host", "screen"):
-        hosted = await _hosted(request, code)
-        if isinstance(hosted, Response):
-            return hosted
-        if request.query_params["view"] == "screen":
-            return screen_stream(request, live.id)
-        return host_stream(request, live.id)
     student = await service_of(request).participant(live, access.student_token(request, live.code))
     if student is None:
-        return _refused(request, "Join the class first: this stream is for its students.")
+        return _error(request, 403, "Join the class first: this stream is for its students.")
     request.state.participant = access.stable_key(student.token)
     return student_stream(request, live.id, student.id)
