@@ -1,16 +1,12 @@
 """A number as it was written: each float read as the shortest decimal that reads back as it.
 
-The lab's inputs arrive as decimal text (a query, a form, JSON) and become floats on the way in.
-A float is a binary fraction: 3.7 is stored as 3.700000000000000177…, and exact arithmetic on
-such values turned means a student typed to sum to 0 (3.7, -2.3, 8.8, -2.7, -6.6, -3.9, 3) into
-a plain rank mean of 1.9e-16, printed beside those very means, and lines of 18-digit operands.
-Read as written (``repr`` is the shortest decimal that reads back as the same float), they sum to
-exactly 0: every exact result is of the numbers the reader sees, rounded once to a float.
-
-A float computed from others (a mean of items, 0.30000000000000004) reads as its shortest
-decimal too, within half a unit of its 17th digit of the binary value: the float nearest to a
-result is the same either way but for ties that far down. Pure Python, for the engine (its exact
-results) and for ``app.lab`` (whether two numbers are the same number).
+The lab's inputs arrive as decimal text and become floats: 3.7 is stored as 3.700000000000000177….
+Exact arithmetic on those binary values gives means typed to sum to 0 (3.7, -2.3, 8.8, -2.7,
+-6.6, -3.9, 3) a plain mean of 1.9e-16; read as written (``repr``: the shortest decimal that
+reads back as the same float) they sum to exactly 0, and every exact result is of the numbers
+the reader sees, rounded once. A float computed from others (0.30000000000000004) reads as its
+shortest decimal too: the float nearest to a result is the same either way but for ties past
+its 17th digit. Pure Python, for the engine and for ``app.lab`` (whether two numbers are one).
 """
 
 from collections.abc import Iterable
@@ -82,7 +78,9 @@ def ratio_sum(ratios: Iterable[Ratio]) -> Ratio:
     """
     top, bottom = 0, 1
     for p, q in ratios:
-        if bottom % q == 0:
+        if q == bottom:
+            top += p
+        elif bottom % q == 0:
             top += p * (bottom // q)
         elif q % bottom == 0:
             top, bottom = top * (q // bottom) + p, q
