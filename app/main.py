@@ -52,15 +52,13 @@ def _serve_lesson(app: FastAPI, course: ServedLessons, item: CourseLesson) -> No
     app.state.rendered_lesson = item.rendered
     app.state.lesson_parts = item.parts
     app.title = f"{'Atlas lab' if item.parts.any else 'Atlas lesson'}: {item.lesson.record.title}"
-    routers = [pages.router]
+    app.include_router(pages.router)
     if item.parts.any:
-        routers.append(lab.router)
+        app.include_router(lab.router)
     if item.parts.gradient_lab:
-        routers.append(api.router)
+        app.include_router(api.router)
     if item.parts.confirm:
-        routers.append(confirm.router)
-    for router in routers:
-        app.include_router(router)
+        app.include_router(confirm.router)
 
 
 def _api_app(

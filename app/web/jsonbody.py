@@ -35,19 +35,13 @@ class _CrowdedObject(dict[str, Any]):
         self.size = len(pairs)
 
 
-def _has_lone_surrogate(text: str) -> bool:
-    if text.isascii():
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def escaped(text: str) -> str:
     """``text`` with any lone surrogate written as its escape (``\\ud800``), so it can be sent."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    return not text.isascii() and escaped(text) != text
 
 
 def _lone_surrogate(loc: tuple[str | int, ...], text: str, where: str) -> dict[str, Any]:

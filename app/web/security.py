@@ -146,14 +146,9 @@ class TrustedHostsMiddleware:
         return name in self.names or (bool(name) and name.endswith(self.domains))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.any or scope["type"] not in {"http", "websocket"}:
+        # The app serves no WebSocket: only HTTP requests reach anything of it.
+        if self.any or scope["type"] != "http" or self.serves(Headers(scope=scope).get("host", "")):
             await self.app(scope, receive, send)
-            return
-        if self.serves(Headers(scope=scope).get("host", "")):
-            await self.app(scope, receive, send)
-            return
-        if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
             return
         # The Host received is not quoted back: it may be anything, of any length.
         response = error_response(

@@ -160,9 +160,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             self._body_bytes = 0
             self._schedule()
             return
-        self._cut(deadline[1])
-
-    def _cut(self, reason: str) -> None:
+        reason = deadline[1]
         if reason == "unread":
             if self.transport.get_write_buffer_size() == 0:
                 self._stalled_since = None
