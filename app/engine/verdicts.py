@@ -16,27 +16,24 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 from app.engine.decimals import Ratio, decimal_ratio, ratio_sum
 
 # Why the two weightings agree (the first that holds, in this order) or why they differ.
-Reason = Literal[
+Agreeing = Literal[
     "one entry",  # a single rank (or a single microbatch): both means are its mean
     "proportional counts",  # nᵢ/N = cᵢ for every entry: equal counts across ranks
     "equal means",  # every entry has items and the same mean
     "zero means",  # some entries are empty, and every non-empty entry's mean is 0
     "coincidence",  # none of the above, yet the two sums are equal
+]
+Reason = Literal[
+    Agreeing,
     "unequal counts",  # they differ: the counts are not in proportion to cᵢ
     "empty entries",  # they differ only because the empty entries count as 0
 ]
-AGREEING: tuple[Reason, ...] = (
-    "one entry",
-    "proportional counts",
-    "equal means",
-    "zero means",
-    "coincidence",
-)
+AGREEING: tuple[Reason, ...] = get_args(Agreeing)
 
 
 @dataclass(frozen=True, slots=True)
