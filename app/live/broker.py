@@ -2,7 +2,7 @@
 
 One worker's own changes are told at once, in process. Changes made through another worker are
 found by polling each class's ``version`` (bumped in the same transaction as the change) every
-``poll_s`` while this worker holds a stream of that class: one small query per worker, not per
+``POLL_S`` while this worker holds a stream of that class: one small query per worker, not per
 student. A broker for several machines (Redis, issue 32) plugs in behind the same four calls:
 ``start``, ``stop``, ``publish``, ``subscribe``.
 """
@@ -51,9 +51,8 @@ class Broker(Protocol):
 class PollingBroker:
     """In process for this worker's changes; the database's version counters for the others'."""
 
-    def __init__(self, store: Store, poll_s: float = POLL_S) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self.poll_s = poll_s
         self._signals: dict[int, Signal] = {}
         self._holders: dict[int, int] = {}
         self._seen: dict[int, int] = {}
@@ -88,7 +87,7 @@ class PollingBroker:
 
     async def _poll(self) -> None:
         while True:
-            await asyncio.sleep(self.poll_s)
+            await asyncio.sleep(POLL_S)
             watched = list(self._signals)
             if not watched:
                 continue

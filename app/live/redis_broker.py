@@ -16,7 +16,7 @@ import secrets
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from app.live.broker import POLL_S, PollingBroker
+from app.live.broker import PollingBroker
 from app.live.database import backoff
 from app.live.store import Store
 
@@ -30,8 +30,8 @@ HEALTH_CHECK_S = 2
 class RedisBroker(PollingBroker):
     """Publish on Redis, listen on Redis; poll the database only while Redis is unreachable."""
 
-    def __init__(self, store: Store, url: str, poll_s: float = POLL_S) -> None:
-        super().__init__(store, poll_s)
+    def __init__(self, store: Store, url: str) -> None:
+        super().__init__(store)
         self.url = url
         # Messages this worker sent come back to it: it has told its own streams already.
         self._me = secrets.token_hex(8)

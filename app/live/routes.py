@@ -1,7 +1,7 @@
 """The live class's routes: ``/class/…`` for the instructor and the students, ``/join``."""
 
 import hmac
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -100,17 +100,9 @@ async def _snapshot(request: Request, live: LiveClass) -> Snapshot | Response:
     return snapshot
 
 
-async def _form(request: Request) -> FormData:
-    return await request.form()
-
-
 def _fields(form: FormData) -> dict[str, str]:
     """A lab form's text fields (the last value of a repeated one, as ``/lab`` reads a query)."""
     return {name: value for name, value in form.multi_items() if isinstance(value, str)}
-
-
-def _lists(form: FormData, *names: str) -> Mapping[str, Sequence[object]]:
-    return {name: form.getlist(name) for name in names}
 
 
 def _text(form: FormData, name: str) -> str:
@@ -181,7 +173,7 @@ async def class_create(request: Request) -> Response:
     """Start a class: 303 to its dashboard with the host cookie set."""
     service = service_of(request)
     settings = request.app.state.settings
-    form = await _form(request)
+    form = await request.form()
     password = settings.instructor_password
     if password and not hmac.compare_digest(_text(form, "password").encode(), password.encode()):
         error = LiveError(403, "That is not the instructor password.", "password")
@@ -223,7 +215,7 @@ async def _act(request: Request, code: str, action: str) -> Response:
     if isinstance(live, Response):
         return live
     service = service_of(request)
-    form = await _form(request)
+    form = await request.form()
     try:
         if action == "ask":
             await service.ask(live, _text(form, "question").strip())
@@ -347,7 +339,7 @@ async def join_code(request: Request, code: str) -> Response:
 async def join_post(request: Request) -> Response:
     """Join: 303 to the class's page with the student's cookie set; else the form again with the
     reason beside the field (422 bad nickname, 409 taken or ended, 404 unknown code)."""
-    form = await _form(request)
+    form = await request.form()
     typed_code, typed_nickname = _text(form, "code"), _text(form, "nickname")
     service = service_of(request)
     # Back in the same class on this device: the cookie brings them back as themselves.
@@ -416,11 +408,12 @@ async def _student_act(request: Request, code: str, action: str) -> Response:
     if isinstance(found, Response):
         return found
     live, student = found
-    form = await _form(request)
+    form = await request.form()
     service = service_of(request)
     try:
         if action == "answer":
-            await service.answer(live, student, _lists(form, "question", "choice"))
+            answer = {name: form.getlist(name) for name in ("question", "choice")}
+            await service.answer(live, student, answer)
         else:
             await service.share_own_lab(live, student, _fields(form))
     except LiveError as error:

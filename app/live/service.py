@@ -307,7 +307,7 @@ class LiveService:
 
     async def answer(
         self, live: LiveClass, student: Participant, form: Mapping[str, Sequence[object]]
-    ) -> tuple[str, int]:
+    ) -> None:
         """Store the student's answer to the current question (their last one counts)."""
         lesson = self.lesson_of(live)
         try:
@@ -347,7 +347,6 @@ class LiveService:
         else:
             raise LiveError(503, "Your answer could not be stored just now; send it again.")
         self.broker.publish(live.id)
-        return question.id, chosen
 
     async def share_own_lab(
         self, live: LiveClass, student: Participant, query: Mapping[str, str]

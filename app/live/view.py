@@ -16,8 +16,8 @@ from app.lesson.render import RenderedQuestion
 from app.live.service import ClassState, Snapshot, Student
 
 
-def plural(count: int, one: str, many: str | None = None) -> str:
-    return f"{count} {one if count == 1 else (many or one + 's')}"
+def plural(count: int, one: str) -> str:
+    return f"{count} {one if count == 1 else one + 's'}"
 
 
 @lru_cache(maxsize=64)
