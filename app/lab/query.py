@@ -225,34 +225,22 @@ def _read_lab_form(params: Params) -> tuple[LabForm, list[FieldError], bool]:
         return base, [too_large], False
     mode: Mode = "items" if "targets" in params else "means"
     base = LESSON_ITEMS if mode == "items" else LESSON_MEANS
-    steps = base.steps
-    weight_ranks = 0
-    if mode == "items":
-        counts_or_targets = _split(params["targets"], ";")
-        means_or_weights = _split(params["weights"], ";") if "weights" in params else []
-        weight_ranks = len(means_or_weights)
-        steps = last(params, "steps", base.steps)
-    elif "counts" in params or "means" in params or "weights" in params:
-        counts_or_targets = _split(params["counts"], ",") if "counts" in params else []
-        means_or_weights = _split(params["means"], ",") if "means" in params else []
+    if params.keys().isdisjoint(RANK_SEPARATORS):  # no rank given: the lesson's
+        ranks = [list(base.counts_or_targets), list(base.means_or_weights)]
     else:
-        counts_or_targets, means_or_weights = (
-            list(base.counts_or_targets),
-            list(base.means_or_weights),
-        )
+        names = ("targets", "weights") if mode == "items" else ("counts", "means")
+        ranks = [_split(params.get(name, []), RANK_SEPARATORS[name]) for name in names]
     # One entry per rank in both, a missing one blank (extra weight lists get a rank of no
     # targets, so the model names the mismatch).
-    width = max(len(counts_or_targets), len(means_or_weights))
-    counts_or_targets += [""] * (width - len(counts_or_targets))
-    means_or_weights += [""] * (width - len(means_or_weights))
+    width = max(map(len, ranks))
     form = LabForm(
         mode,
-        tuple(counts_or_targets),
-        tuple(means_or_weights),
+        tuple(ranks[0] + [""] * (width - len(ranks[0]))),
+        tuple(ranks[1] + [""] * (width - len(ranks[1]))),
         last(params, "eta", base.eta),
         last(params, "w", base.w),
-        steps,
-        weight_ranks,
+        last(params, "steps", base.steps) if mode == "items" else base.steps,
+        len(ranks[1]) if mode == "items" else 0,
     )
     if "P" not in params:
         return form, [], False
