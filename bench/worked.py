@@ -73,8 +73,8 @@ def run_lines(_: list[State], pairs: Pairs) -> None:
 
 
 def run_view(_: list[State], pairs: Pairs) -> None:
-    for result, state in pairs:
-        lab_view(result, state)
+    for result, _state in pairs:
+        lab_view(result)
 
 
 def run_details(_: list[State], pairs: Pairs) -> None:

@@ -232,6 +232,20 @@ def test_items_form_draws_w_over_the_steps_for_both_schemes(client: TestClient) 
     assert value(page, "w-new-rank-mean") == "9.8"
 
 
+def test_only_the_means_form_says_its_path_implies_targets(client: TestClient) -> None:
+    """The means form's SGD path comes from targets its means imply (w - ḡᵣ at the given w);
+    the items form's from the targets typed, so only the first says so."""
+
+    def notes(query: str) -> list[str]:
+        charts = soup(client.get(f"/lab?{query}", headers=CHARTS).text)
+        return [p.get_text(" ", strip=True) for p in charts.select(".lab-trajectory-note")]
+
+    assert any("implies a mean target" in note for note in notes(LESSON))
+    items_notes = notes(ITEMS)
+    assert items_notes
+    assert not any("implies" in note for note in items_notes)
+
+
 def test_heavy_padding_counts_only_weighted_tokens(client: TestClient) -> None:
     page = soup(client.get(f"/lab?{PRESETS[4].query}", headers=HX).text)
     assert value(page, "N") == "10"  # 8 valid tokens on rank 0, 2 on rank 1

@@ -36,7 +36,7 @@ ITEMS = items_state(targets=((9.0, 9.0), (7.0,) * 6), weights=None, eta=0.1, w=1
 
 
 def lesson_view() -> LabView:
-    return lab_view(from_means(LESSON.counts, LESSON.means, eta=0.1, w=10.0), LESSON)
+    return lab_view(from_means(LESSON.counts, LESSON.means, eta=0.1, w=10.0))
 
 
 def lesson_details() -> LabDetails:
@@ -83,7 +83,7 @@ def test_negative_operands_are_parenthesised() -> None:
 
 def test_equal_counts_agree() -> None:
     state = means_state((4.0, 4.0), (1.0, 3.0), 0.1, 10.0)
-    assert lab_view(from_means(state.counts, state.means, eta=0.1, w=10.0), state).agree
+    assert lab_view(from_means(state.counts, state.means, eta=0.1, w=10.0)).agree
 
 
 def test_count_bars_are_proportional_and_inside_the_frame() -> None:
@@ -132,7 +132,7 @@ def test_empty_rank_has_no_bar_height() -> None:
     details = lab_details(result, state)
     assert [series.bars[2].height for series in details.influence_chart.series] == [0.0, 0.0]
     assert details.ranks[2].empty
-    assert lab_view(result, state).warnings
+    assert lab_view(result).warnings
 
 
 def test_trajectory_chart_spans_the_steps_and_orders_the_fixed_points() -> None:
@@ -229,13 +229,13 @@ def test_no_view_text_holds_a_character_html_gives_a_meaning_to(
     # the figures must draw them too (an EngineError from the path would fail that request).
     with contextlib.suppress(EngineError):
         means_result = from_means(state.counts, state.means, eta=eta, w=w)
-        views += [lab_view(means_result, state), lab_details(means_result, state)]
+        views += [lab_view(means_result), lab_details(means_result, state)]
     if views:
         views.append(lab_charts(means_result, implied_path(state)))
     items = items_state(targets, None, eta, w, 30)
     with contextlib.suppress(EngineError):
         result = from_items(targets, eta=eta, w=w)
-        views += [lab_view(result, items), lab_details(result, items)]
+        views += [lab_view(result), lab_details(result, items)]
         result_ok = True
     if result_ok:
         path = trajectory(targets, None, eta=eta, w=w, steps=30)

@@ -273,7 +273,7 @@ def test_verdict_figures_and_lines_hold_for_any_means_state(
     g, rank_mean = exact(counts, means)
     step, start = as_written(eta), as_written(w)
     lab_state = means_state(tuple(counts), tuple(means), eta, w)
-    view = lab_view(result, lab_state)
+    view = lab_view(result)
     details = lab_details(result, lab_state)
 
     # 4. the verdict: exactly the condition that holds
@@ -404,7 +404,7 @@ def test_the_verdict_and_the_lines_print_the_figures_numbers_wherever_a_line_can
         high, low = (rank_mean, g) if rank_mean > g else (g, rank_mean)
         if six_digit_line(f"{fmt(high)} − {fmt(low)}", [high, low], high - low):
             verdicts += 1
-            plain, counted, *_ = verdict_parts(lab_view(result, lab_state).verdict, rank_mean, g)
+            plain, counted, *_ = verdict_parts(lab_view(result).verdict, rank_mean, g)
             assert (plain, counted) == (fmt(rank_mean), fmt(g)), (counts, means)
         eta = as_written(0.35)
         # g opens the parenthesis bare; the rank mean follows a minus, bracketed if negative.
@@ -422,10 +422,7 @@ def test_means_apart_past_the_verdicts_digits_print_alike_and_say_so() -> None:
     # Found by hypothesis: the two means differ by about 1e-250; the verdict said "(0 higher)".
     counts, means = [0.0, 1.0, 1.0, 1.327e-250], [-3.0, -3.0, 0.0, -3.0]
     g, rank_mean = exact(counts, means)
-    view = lab_view(
-        from_means(counts, means, eta=0.1, w=1.0),
-        means_state((0.0, 1.0, 1.0, 1.327e-250), tuple(means), 0.1, 1.0),
-    )
+    view = lab_view(from_means(counts, means, eta=0.1, w=1.0))
     assert "alike to" in view.verdict
     plain, counted, difference, side, _ = verdict_parts(view.verdict, rank_mean, g)
     check_rounded(plain, rank_mean, ulps(rank_mean))
@@ -561,7 +558,7 @@ def test_ring_lines_hold_and_the_note_names_the_dominant_term(
 
 
 def test_unequal_counts_with_equal_means_name_the_means_not_the_counts() -> None:
-    view = lab_view(from_means([2, 6], [3, 3], eta=0.1, w=10), means_state((2, 6), (3, 3), 0.1, 10))
+    view = lab_view(from_means([2, 6], [3, 3], eta=0.1, w=10))
     assert "same mean gradient" in view.verdict
     assert "same count" not in view.verdict
 
@@ -570,7 +567,7 @@ def test_a_tiny_difference_prints_as_different_numbers() -> None:
     counts, means = [1.0, 3.0], [1.0, 1.00001 + 4e-11]
     result = from_means(counts, means, eta=0.1, w=9.9)
     state = means_state((1.0, 3.0), tuple(means), 0.1, 9.9)
-    view = lab_view(result, state)
+    view = lab_view(result)
     plain, counted = re.findall(r"gives (\S+) instead of (\S+) ", view.verdict)[0]
     assert plain != counted
     check_line(lab_details(result, state).lines.difference)
@@ -579,7 +576,7 @@ def test_a_tiny_difference_prints_as_different_numbers() -> None:
 def test_huge_w_lines_hold_as_printed() -> None:
     result = from_means([2, 6], [1, 3], eta=0.1, w=123456.7)
     state = means_state((2, 6), (1, 3), 0.1, 123456.7)
-    view = lab_view(result, state)
+    view = lab_view(result)
     worked = lab_details(result, state).lines
     for line in (worked.w_new, worked.w_new_rank_mean, worked.difference):
         check_line(line)
@@ -677,7 +674,7 @@ def test_a_step_below_the_float_range_is_not_printed_as_zero() -> None:
     result = from_means([1.0], [4.4e-323], eta=0.5, w=2e-323)
     assert result.w_new == 0.0
     state = means_state([1.0], [4.4e-323], 0.5, 2e-323)
-    view = lab_view(result, state)
+    view = lab_view(result)
     truth = as_written(2e-323) - Fraction(1, 2) * as_written(4.4e-323)
     assert truth == Fraction(-2, 10**324)
     check_rounded(view.w_new, truth)

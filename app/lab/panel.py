@@ -251,7 +251,7 @@ def lab_panel(query: Mapping[str, str]) -> LabPanel:
             m = acc_m or accumulation.DEFAULT
             window = accumulation.view(accumulation.run(state, m))
             extra = accumulation.pairs(m)
-        view = lab_view(result, state)
+        view = lab_view(result)
     except EngineError as exc:
         return LabPanel(parsed, None, (engine_error(exc),), (), acc_raw)
     pairs = (*lab_query_pairs(state), *extra)

@@ -51,7 +51,6 @@ class LabView(NamedTuple):
     """The results pane, as text: what a drag refreshes on every input event (a named tuple,
     like the SGD chart's records: built on every drag). The pictures are :class:`LabCharts`."""
 
-    mode: str
     N: str
     global_gradient: str
     rank_mean_gradient: str
@@ -77,7 +76,6 @@ class LabCharts(NamedTuple):
 class LabDetails:
     """The details below the pane, as text: refreshed when the answers pause."""
 
-    mode: str
     lines: Lines  # the written-out lines with the student's numbers
     ranks: tuple[RankRow, ...]
     counts_chart: BarChart
@@ -127,16 +125,11 @@ def _rank_rows(
     return tuple(rows)
 
 
-def _mode(state: GradientRequest) -> str:
-    return "items" if state.targets is not None else "means"
-
-
-def lab_view(result: GradientResult, state: GradientRequest) -> LabView:
+def lab_view(result: GradientResult) -> LabView:
     """The results pane's view of one engine result."""
     printer = Printer()
     shown = figures(result, printer)
     return LabView(
-        mode=_mode(state),
         **shown._asdict(),
         agree=result.agreement.agree,
         verdict=verdict(result, printer),
@@ -158,7 +151,6 @@ def lab_details(result: GradientResult, state: GradientRequest) -> LabDetails:
     worked = lines(result)
     counts = column(result.counts, printer=worked.printer)
     return LabDetails(
-        mode=_mode(state),
         lines=worked,
         ranks=_rank_rows(result, state, worked, counts),
         counts_chart=counts_chart(result, counts),
