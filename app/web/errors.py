@@ -42,11 +42,6 @@ def wants_page(scope: Scope) -> bool:
     return _API_PATH.match(path) is None
 
 
-def home_path(scope: Scope) -> str:
-    """The page of the app that answers: the lesson, a course's lesson, or the course index."""
-    return f"{scope.get('app_root_path', scope.get('root_path', ''))}/"
-
-
 def _phrase(status: int) -> str:
     try:
         return HTTPStatus(status).phrase
@@ -69,7 +64,8 @@ def error_response(
             "detail": detail if isinstance(detail, str) else None,
             "method": scope.get("method", "GET"),
             "path": path if len(path) <= PATH_CHARS else f"{path[:PATH_CHARS]}…",
-            "home": home_path(scope),
+            # The page of the app that answers: the lesson, a course's lesson, or the index.
+            "home": f"{scope.get('app_root_path', scope.get('root_path', ''))}/",
             "home_label": "Go to the lesson" if lesson is not None else "Go to the lessons",
         }
         try:

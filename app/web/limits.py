@@ -96,16 +96,6 @@ BODY_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _content_length(scope: Scope) -> int | None:
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
-
-
 class RequestLimits:
     """414 for a long URL, 413 for a large body; see the module doc."""
 
@@ -152,11 +142,13 @@ class RequestLimits:
     async def _read_body(self, scope: Scope, receive: Receive) -> Receive | None:
         """The whole body, read within the limits, replayed as one message to the app; None if
         the client left first."""
-        declared = _content_length(scope)
-        if declared is not None and declared > self.max_body_bytes:
+        headers = dict(scope["headers"])
+        # The server's parser refuses a Content-Length that is not digits.
+        length = headers.get(b"content-length", b"")
+        declared = int(length) if length.isdigit() else 0
+        if declared > self.max_body_bytes:
             raise self._too_large(str(declared))
-        chunked = any(name == b"transfer-encoding" for name, _ in scope["headers"])
-        if not declared and not chunked:
+        if not declared and b"transfer-encoding" not in headers:
             return receive
         chunks: list[bytes] = []
         size = 0
