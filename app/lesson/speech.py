@@ -13,7 +13,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from app.lesson.symbols import symbol_char
+from app.lesson.symbols import braced, symbol_char
 
 # A number is one token: "24", "0.5", and "1{,}000" (TeX's thousands separator).
 _TOKEN = re.compile(r"\\[A-Za-z]+|\\.|\d+(?:\{,\}\d{3})*(?:\.\d+)?|\s+|.", re.DOTALL)
@@ -157,17 +157,15 @@ class _Reader:
         while self.pos < len(self.tokens) and self.tokens[self.pos].isspace():
             self.pos += 1
 
-    def _next(self) -> str | None:
-        self._skip_space()
-        if self.pos >= len(self.tokens):
-            return None
-        token = self.tokens[self.pos]
-        self.pos += 1
-        return token
-
     def _peek(self) -> str | None:
         self._skip_space()
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def _next(self) -> str | None:
+        token = self._peek()
+        if token is not None:
+            self.pos += 1
+        return token
 
     def sequence(self) -> list[str]:
         words: list[str] = []
@@ -194,22 +192,16 @@ class _Reader:
             if token is None or token.startswith("\\"):
                 raise UnreadableError("a text argument is missing")
             return token
-        self._next()
-        depth, out = 1, list[str]()
-        while self.pos < len(self.tokens):
-            token = self.tokens[self.pos]
-            self.pos += 1
-            if token == "{":
-                depth += 1
-            elif token == "}":
-                depth -= 1
-                if depth == 0:
-                    return " ".join("".join(out).split())
-            elif token.startswith("\\") and token != r"\ ":
-                raise UnreadableError(f"{token} inside text")
-            else:
-                out.append(" " if token == r"\ " else token)
-        raise UnreadableError("a text argument is not closed")
+        group = braced(self.tokens, self.pos)
+        if group is None:
+            raise UnreadableError("a text argument is not closed")
+        inner, self.pos = group
+        if any(token.startswith("\\") and token != r"\ " for token in inner):
+            raise UnreadableError(f"a command inside text: {''.join(inner)!r}")
+        text = "".join(
+            " " if token == r"\ " else token for token in inner if token not in ("{", "}")
+        )
+        return " ".join(text.split())
 
     def atom(self) -> list[str]:
         words = list(self._atom_words())

@@ -10,7 +10,7 @@ to that text. A symbol the formulas do not define, or define two ways, stays as 
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from latex2mathml.symbols_parser import convert_symbol
@@ -133,6 +133,17 @@ def _letter(command: str) -> str | None:
     return char if char and char.isalpha() else None
 
 
+def braced(tokens: Sequence[str], pos: int) -> tuple[Sequence[str], int] | None:
+    """The tokens inside the group that opens at ``pos`` (nested braces among them) and the
+    position after it; None if it never closes."""
+    depth = 0
+    for end in range(pos, len(tokens)):
+        depth += (tokens[end] == "{") - (tokens[end] == "}")
+        if depth == 0:
+            return tokens[pos + 1 : end], end + 1
+    return None
+
+
 def _flat_argument(tokens: list[str], pos: int) -> tuple[str | None, int]:
     """A script or word argument flattened to its letters, and the position after it."""
     if pos >= len(tokens):
@@ -141,28 +152,19 @@ def _flat_argument(tokens: list[str], pos: int) -> tuple[str | None, int]:
         token = tokens[pos]
         flat = token if not token.startswith("\\") else _letter(token)
         return flat, pos + 1
-    depth, out, i = 1, list[str](), pos + 1
-    while i < len(tokens):
-        token = tokens[i]
-        if token == "{":
-            depth += 1
-        elif token == "}":
-            depth -= 1
-            if depth == 0:
-                return "".join(out), i + 1
-        elif token in _WORDS:
-            pass  # \mathrm{RS} flattens to its letters
-        elif token.startswith("\\"):
-            letter = _letter(token)
-            if letter is None:
-                return None, i + 1
-            out.append(letter)
-        elif token in "_^":
-            return None, i + 1
-        else:
-            out.append(token)
-        i += 1
-    return None, i
+    group = braced(tokens, pos)
+    if group is None:
+        return None, len(tokens)
+    inner, end = group
+    out: list[str] = []
+    for token in inner:
+        if token in ("{", "}") or token in _WORDS:
+            continue  # \mathrm{RS} flattens to its letters
+        letter = _letter(token) if token.startswith("\\") else token
+        if letter is None or token in ("_", "^"):
+            return None, end
+        out.append(letter)
+    return "".join(out), end
 
 
 def symbol_forms(text: str, forms: Mapping[str, Symbol | None]) -> list[Symbol | str]:
