@@ -1,10 +1,10 @@
 """The torch.distributed confirmation: one cold job against the warm pool, and the pool's memory.
 
-Cold: ``python -m app.confirm`` (the CLI launcher: fresh processes import torch, join a gloo
-group, build DDP, run, exit), the lesson example on P = 2. Warm: ``POST /api/confirm`` against a
-real uvicorn whose pool is up (cache off, every body distinct), on P = 2 and P = 8; the floor is
-``GET /healthz`` on the same server in the same run. Also: launch to first ``/healthz``, launch to
-pool ready, the first confirmation sent right at launch, and the pool's RSS and PSS (from
+Cold: ``python -m app.confirm`` (the CLI: a fresh pool of local ranks imports torch, joins its
+gloo groups, builds DDP, runs, exits), the lesson example on P = 2. Warm: ``POST /api/confirm``
+against a real uvicorn whose pool is up (cache off, every body distinct), on P = 2 and P = 8; the
+floor is ``GET /healthz`` on the same server in the same run. Also: launch to first ``/healthz``,
+launch to pool ready, the first confirmation sent right at launch, and the pool's RSS and PSS (from
 ``/proc/<pid>/smaps_rollup``; PSS splits pages shared between the forked ranks fairly).
 
 Goals from the issue: warm median ≤ 50 ms; first request after start-up no slower than one cold

@@ -1,35 +1,38 @@
-"""CLI: the same real DDP job from a terminal, as a local launcher or as one rank under torchrun.
+"""CLI: the same real DDP job from a terminal, on local ranks or as one rank under torchrun.
 
     python -m app.confirm --counts 2,6 --means 1,3 --eta 0.1 --w 10     # starts P local ranks
     python -m app.confirm body.json                                      # any /api/gradient body
     echo '{"targets": [[9, 9], [7, 7]], "eta": 0.1, "w": 10}' | python -m app.confirm -
     torchrun --nproc-per-node 2 -m app.confirm --counts 2,6 --means 1,3 --eta 0.1 --w 10
 
-Without ``RANK``/``WORLD_SIZE`` in the environment it is the launcher: it reads and validates the
-input once, then starts P local processes of itself with those variables set (gloo on
-127.0.0.1). With them (torchrun, or the launcher's children) it is one rank: it joins the group
-through ``MASTER_ADDR``/``MASTER_PORT``, so the same command runs across machines. Only rank 0
-prints the JSON result (the ``/api/confirm`` answer). Exit status: 0 when every replica agrees
-and every run matches the engine, 1 when a comparison fails, 2 for bad input or a failed run.
+Without ``RANK``/``WORLD_SIZE`` in the environment it reads and validates the input, then runs
+it on P local ranks, the server's own pool (:mod:`app.confirm.pool`, gloo on loopback). With
+them (torchrun) it is one rank: it joins the group through ``MASTER_ADDR``/``MASTER_PORT``, so
+the same command runs across machines. Only rank 0 prints the JSON result (the
+``/api/confirm`` answer). Exit status: 0 when every replica agrees and every run matches the
+engine, 1 when a comparison fails, 2 for bad input or a failed run.
 """
 
 import argparse
+import asyncio
 import json
 import os
-import socket
-import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from app.confirm.check import confirm_response
 from app.confirm.convert import job_from_request
-from app.confirm.jobs import Job, Outcome, RankReport, assemble
+from app.confirm.jobs import DistributedResult, Job, Outcome, RankReport, assemble
+from app.confirm.pool import ConfirmError, Pool, WorkerFaultError
 from app.engine import EngineError
 from app.lab.compute import compute
 from app.lab.state import GradientRequest
+from app.settings import Settings
 
 
 def numbers(text: str) -> list[float]:
@@ -57,17 +60,13 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--eta", type=float, help="learning rate η")
     cli.add_argument("--w", type=float, help="the shared parameter w")
     cli.add_argument("--timeout", type=float, default=60.0, help="process group timeout, s")
-    cli.add_argument("--body", help=argparse.SUPPRESS)  # the launcher's children get the body
     return cli
 
 
 def read_body(args: argparse.Namespace) -> dict[str, Any]:
-    if args.body is not None:
-        body: dict[str, Any] = json.loads(args.body)
-        return body
     if args.input is not None:
         text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text()
-        body = json.loads(text)
+        body: dict[str, Any] = json.loads(text)
         return body
     body = {name: value for name in ("eta", "w") if (value := getattr(args, name)) is not None}
     if args.counts is not None:
@@ -91,39 +90,31 @@ def fail(message: str) -> int:
     return 2
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+async def on_local_ranks(job: Job, timeout: float) -> DistributedResult:
+    """The job on P local ranks: the server's pool (one process imports torch, forks the rest)."""
+    with tempfile.TemporaryDirectory(prefix="atlas-confirm-") as folder:
+        settings = Settings(
+            confirm_world_size=job.world_size,
+            confirm_runtime_dir=Path(folder),
+            confirm_group_timeout_s=timeout,
+            confirm_job_timeout_s=timeout,
+        )
+        pool = Pool(settings)
+        pool.start()
+        try:
+            await pool.wait_ready(settings.confirm_start_timeout_s)
+            return await pool.run(job)
+        finally:
+            await pool.stop()
 
 
-def launch(job: Job, body: str, timeout: float) -> int:
-    """Start P local ranks of this module with the torchrun variables set; wait for them all."""
-    port = free_port()
-    processes = []
-    for rank in range(job.world_size):
-        env = {
-            **os.environ,
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
-            "WORLD_SIZE": str(job.world_size),
-            "RANK": str(rank),
-            "LOCAL_RANK": str(rank),
-            "OMP_NUM_THREADS": "1",
-        }
-        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-        command = [sys.executable, "-m", "app.confirm", "--body", body, "--timeout", str(timeout)]
-        processes.append(subprocess.Popen(command, env=env))
-    codes = []
-    try:
-        for process in processes:
-            codes.append(process.wait())
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-    return max(codes)
+def report(job: Job, notes: list[str], result: DistributedResult, started: float) -> int:
+    """Print the ``/api/confirm`` answer; 0 when every run agrees, else 1."""
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    outcome = Outcome(result=result, elapsed_ms=elapsed_ms, attempts=1)
+    response = confirm_response(job, outcome, notes)
+    print(response.model_dump_json(indent=2))
+    return 0 if response.replicas_agree and response.engine_agrees else 1
 
 
 def run_rank(job: Job, notes: list[str], timeout: float) -> int:
@@ -133,7 +124,6 @@ def run_rank(job: Job, notes: list[str], timeout: float) -> int:
     import torch.distributed as dist
 
     from app.confirm import worker
-    from app.confirm.check import confirm_response
 
     started = time.perf_counter()
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
@@ -144,20 +134,13 @@ def run_rank(job: Job, notes: list[str], timeout: float) -> int:
                 fail(f"the input has {job.world_size} ranks but WORLD_SIZE is {world}")
             return 2
         replicas = worker.make_replicas(dist.group.WORLD)
-        report = worker.run_rank(job, rank, replicas)
+        rank_report = worker.run_rank(job, rank, replicas)
         gathered: list[Any] = [None] * world if rank == 0 else []
-        dist.gather_object(report.model_dump(), gathered if rank == 0 else None, dst=0)
+        dist.gather_object(rank_report.model_dump(), gathered if rank == 0 else None, dst=0)
         if rank != 0:
             return 0
         reports = [RankReport.model_validate(item) for item in gathered]
-        outcome = Outcome(
-            result=assemble(job, reports, worker.TORCH_VERSION),
-            elapsed_ms=(time.perf_counter() - started) * 1000,
-            attempts=1,
-        )
-        response = confirm_response(job, outcome, notes)
-        print(response.model_dump_json(indent=2))
-        return 0 if response.replicas_agree and response.engine_agrees else 1
+        return report(job, notes, assemble(job, reports, worker.TORCH_VERSION), started)
     finally:
         dist.destroy_process_group()
 
@@ -177,7 +160,12 @@ def main(argv: list[str] | None = None) -> int:
         return fail(exc.message)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         return run_rank(job, notes, args.timeout)
-    return launch(job, request.model_dump_json(exclude_none=True), args.timeout)
+    started = time.perf_counter()
+    try:
+        result = asyncio.run(on_local_ranks(job, args.timeout))
+    except (ConfirmError, WorkerFaultError) as exc:
+        return fail(f"the run failed: {exc}")
+    return report(job, notes, result, started)
 
 
 if __name__ == "__main__":
