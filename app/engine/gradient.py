@@ -109,14 +109,13 @@ def from_means(
         raise EngineError("means", f"means has {len(given)} entries but counts has {ranks}")
     if not any(n):
         raise EngineError("counts", "no valid items in this update")
-    # Plain floats, not NumPy: P is at most MAX_RANKS (64), and each operation below is the
-    # same IEEE operation NumPy would apply elementwise, at a fraction of its per-call cost.
+    # Plain floats, not NumPy: P is at most 64, too few for NumPy's per-call cost to pay.
     if 0.0 in n:
-        mean = [0.0 if x == 0 else y for x, y in zip(n, given, strict=True)]
+        mean = [y if x else 0.0 for x, y in zip(n, given, strict=True)]
         warnings = tuple(
             empty_warning(f"rank {r}", "the plain rank mean", f"P = {ranks}", given[r])
             for r, x in enumerate(n)
-            if x == 0
+            if not x
         )
     else:
         mean, warnings = given, ()
@@ -147,12 +146,8 @@ def from_means(
     scale = [ratio_float((ranks * a * n_den, d * n_top)) for a, d in exact.counts]
     compensated = [ratio_float((ranks * p * n_den, q * n_top)) for p, q in exact.products]
     global_weight = 1.0 / total
-    if warnings:
-        influence_global = [0.0 if x == 0 else global_weight for x in n]
-        influence_rank_mean = [0.0 if x == 0 else 1.0 / (ranks * x) for x in n]
-    else:
-        influence_global = [global_weight] * ranks
-        influence_rank_mean = [1.0 / (ranks * x) for x in n]
+    influence_global = [global_weight if x else 0.0 for x in n]
+    influence_rank_mean = [1.0 / (ranks * x) if x else 0.0 for x in n]
     # One sum tells that every result is finite (an inf or NaN anywhere makes it inf or NaN);
     # only when it is not (maybe a sum of large finite results overflowing) are they checked
     # one by one, naming the field to blame.

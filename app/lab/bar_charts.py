@@ -28,8 +28,7 @@ from app.lab.state import MAX_RANKS
 from app.lab.worked import column
 
 
-# NamedTuples rather than frozen dataclasses: a request builds dozens of these small records,
-# and a tuple is built in half the time.
+# Named tuples rather than frozen dataclasses: a request builds dozens of these small records.
 class Bar(NamedTuple):
     """One bar's geometry in viewBox units (from x, y down to the axis)."""
 

@@ -27,8 +27,7 @@ from app.lab.axes import (
 from app.lab.numbers import fmt, fmt_distinct, minus_signs
 
 
-# The SGD chart's records are named tuples too (see Bar): the results pane builds them on every
-# slider step.
+# Named tuples, as the bar charts' records: built on every chart request.
 class Line(NamedTuple):
     points: str
     kind: str
@@ -80,8 +79,7 @@ def _x_step(step: int, steps: int) -> float:
 
 
 class Box(NamedTuple):
-    """A label's box in viewBox units: left and right, text baseline, top and bottom (a named
-    tuple, as the chart's other records: two are built on every slider step)."""
+    """A label's box in viewBox units: left and right, text baseline, top and bottom."""
 
     x0: float
     x1: float

@@ -49,8 +49,7 @@ class Marker(NamedTuple):
 
 
 class NumberLine(NamedTuple):
-    """The rank means on one axis; dot area = count; g and the plain rank mean marked (a named
-    tuple: one is built on every slider step, in half the time of a frozen dataclass)."""
+    """The rank means on one axis; dot area = count; g and the plain rank mean marked."""
 
     title: str
     description: str
@@ -130,7 +129,6 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
         value = k * step
         ticks.append((coordinate(along(value, low, high, LINE_LEFT, LINE_RIGHT)), fmt(value, 4)))
     dots_text = "; ".join([d.title for d in dots])
-    # Positional: the fields in NumberLine's order (a little quicker than by keyword).
     return NumberLine(
         "The rank means on a number line",
         f"Each rank's local mean as a dot whose area is its count: {dots_text}."

@@ -19,8 +19,7 @@ from app.lab.sentences import lab_verdict
 
 
 class Figures(NamedTuple):
-    """The headline figures: values shown side by side never print alike unless equal (a
-    named tuple: built on every drag)."""
+    """The headline figures: values shown side by side never print alike unless equal."""
 
     N: str
     global_gradient: str
