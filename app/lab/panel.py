@@ -162,9 +162,9 @@ class LabPanel(Panel[ParsedLab, LabView]):
         if self.result is None or state is None:
             return None
         if state.counts is not None:
-            return lab_charts(self.result, implied_path(state))
-        targets, weights = item_lists(state)
-        path = trajectory(targets, weights, eta=state.eta, w=state.w, steps=state.steps or 0)
+            path = implied_path(state)
+        else:
+            path = trajectory(*item_lists(state), eta=state.eta, w=state.w, steps=state.steps or 0)
         return lab_charts(self.result, path)
 
     @cached_property
@@ -200,11 +200,8 @@ class LabPanel(Panel[ParsedLab, LabView]):
 
 
 class RingPanel(Panel[ParsedRing, RingWords]):
-    """The ring all-reduce cost panel.
-
-    A subclass rather than the alias ``Panel[ParsedRing, RingWords]``: calling a generic alias
-    sets ``__orig_class__`` on the new instance, which a frozen dataclass refuses.
-    """
+    """The ring all-reduce cost panel (a subclass: calling the generic alias would set
+    ``__orig_class__`` on the new instance, which a frozen dataclass refuses)."""
 
 
 def ring_panel(query: Mapping[str, str]) -> RingPanel:
@@ -270,10 +267,6 @@ def page_context(query: Mapping[str, str]) -> dict[str, Any]:
         "lab_limits": LIMITS,
         "lab_page_route": PAGE_ROUTE,
         "lab_links": LESSON_LINKS,
-        # For the confirmation panel: the canonical lab query ("" while the input is invalid)
-        # and the validated state (None while invalid).
-        "lab_query": lab.query,
-        "lab_state": lab.state,
         "lab_status_code": 422 if lab.errors or ring.errors else 200,
         # Presenter mode (?present=1): large type, the lab full width, the lesson folded away.
         "presenting": query.get(PRESENT_PARAM) == "1",

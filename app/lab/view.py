@@ -69,7 +69,7 @@ class LabCharts(NamedTuple):
     templates/_lab.html)."""
 
     number_line: NumberLine
-    trajectory: TrajectoryView | None
+    trajectory: TrajectoryView
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +141,9 @@ def lab_view(result: GradientResult) -> LabView:
     )
 
 
-def lab_charts(result: GradientResult, path: Trajectory | None) -> LabCharts:
-    """The pictures' view of one engine result and, when there is one, its SGD paths."""
-    return LabCharts(number_line(result, fmt), trajectory_view(path) if path is not None else None)
+def lab_charts(result: GradientResult, path: Trajectory) -> LabCharts:
+    """The pictures' view of one engine result and its SGD paths."""
+    return LabCharts(number_line(result, fmt), trajectory_view(path))
 
 
 def lab_details(result: GradientResult, state: GradientRequest) -> LabDetails:

@@ -112,7 +112,7 @@ async def confirm_lab(request: Request) -> Response:
         [(name, value) for name, value in posted.multi_items() if isinstance(value, str)]
     )
     lab_context = page_context(form)
-    state = lab_context["lab_state"]
+    state = lab_context["lab"].state
     status = 200
     if state is None:
         view = ConfirmView(error="Fix the lab's inputs first: the real run takes a valid state.")
