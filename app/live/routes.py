@@ -21,7 +21,6 @@ from app.live.pages import (
     host_page,
     join_url,
     page,
-    render,
     screen_context,
     service_of,
     student_context,
@@ -380,14 +379,9 @@ async def _student_page(
         return _see(request, "join_code", code=live.code)
     context = {**student_context(request, state, me), **extra}
     status_code = extra["error"].status if extra.get("error") else 200
-    if request.headers.get("HX-Request") == "true":
-        context["request"] = request
-        return HTMLResponse(
-            render("live/_student_live.html", context),
-            status_code=status_code,
-            headers={"Cache-Control": NO_STORE, "Vary": "HX-Request"},
-        )
-    response = page(request, "live/student.html", context, status_code=status_code)
+    htmx = request.headers.get("HX-Request") == "true"
+    name = "live/_student_live.html" if htmx else "live/student.html"
+    response = page(request, name, context, status_code=status_code)
     response.headers["Vary"] = "HX-Request"
     return response
 
