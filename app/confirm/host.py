@@ -142,7 +142,7 @@ class PoolHost:
                     "message": pool.message,
                     "torch_version": pool.torch_version,
                     "runs": scheduler.runs,
-                    "running": scheduler.running,
+                    "running": scheduler.serving is not None,
                     "waiting": scheduler.waiting,
                 }
             }

@@ -33,11 +33,10 @@ class Scheduler:
         self.start_timeout = settings.confirm_start_timeout_s
         self.runs = 0
         self._queues: OrderedDict[str, deque[tuple[Job, asyncio.Future[Outcome]]]] = OrderedDict()
-        self._held: dict[str, int] = {}
         self._in_flight: dict[str, asyncio.Future[Outcome]] = {}
         self._cache: OrderedDict[str, Outcome] = OrderedDict()
         self._runner: asyncio.Task[None] | None = None
-        self.running = False
+        self.serving: str | None = None  # the client whose job runs now
         self._typical_seconds = 0.05
 
     @property
@@ -59,7 +58,7 @@ class Scheduler:
         if key in self._in_flight:
             shared = await asyncio.shield(self._in_flight[key])
             return shared.model_copy(update={"cached": True})
-        held = self._held.get(client, 0)
+        held = len(self._queues.get(client, ())) + (self.serving == client)
         if held >= self.client_limit:
             raise ConfirmBusyError(
                 self.retry_after(),
@@ -67,11 +66,10 @@ class Scheduler:
                 f" running, the most one client may"
                 f" (ATLAS_CONFIRM_CLIENT_LIMIT={self.client_limit})",
             )
-        if self.running and self.waiting >= self.queue_limit:
+        if self.serving is not None and self.waiting >= self.queue_limit:
             raise ConfirmBusyError(self.retry_after())
         future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
-        self._held[client] = held + 1
         self._queues.setdefault(client, deque()).append((job, future))
         if self._runner is None or self._runner.done():
             self._runner = asyncio.create_task(self._serve())
@@ -84,7 +82,7 @@ class Scheduler:
             job, future = jobs.popleft()
             if jobs:
                 self._queues[client] = jobs  # at the end: every other client goes first
-            self.running = True
+            self.serving = client
             try:
                 outcome = await self._run(job)
             except ConfirmUnavailableError as exc:
@@ -98,11 +96,8 @@ class Scheduler:
                 future.set_result(outcome)
                 self._remember(job.key(), outcome)
             finally:
-                self.running = False
+                self.serving = None
                 del self._in_flight[job.key()]
-                self._held[client] -= 1
-                if not self._held[client]:
-                    del self._held[client]
 
     def _remember(self, key: str, outcome: Outcome) -> None:
         if self.cache_size > 0:
@@ -148,5 +143,4 @@ class Scheduler:
                 future.exception()
         self._queues.clear()
         self._in_flight.clear()
-        self._held.clear()
         await self.pool.stop()

@@ -33,6 +33,7 @@ TAKEOVER_POLL_SECONDS = 1.0
 BUSY_FIRST_PAUSE_S = 0.02
 BUSY_LONGEST_PAUSE_S = 0.5
 BUSY_PATIENCE_S = 5.0
+BUSY_RETRY_AFTER_S = 5
 STATUS_PATIENCE_S = 5.0
 
 Role = Literal["owner", "peer", "off"]
@@ -162,17 +163,16 @@ class ConfirmService:
         while True:
             try:
                 reader, writer = await asyncio.open_unix_connection(path)
+                break
             except OSError:
                 # Not listening yet (starting, restarting) or its backlog is full (busy).
                 if time.monotonic() + pause > deadline:
                     raise ConfirmUnavailableError(
                         "the confirmation pool's owner is starting or busy; try again shortly",
-                        retry_after=max(1, round(BUSY_PATIENCE_S)),
+                        retry_after=BUSY_RETRY_AFTER_S,
                     ) from None
                 await asyncio.sleep(pause)
                 pause = min(2 * pause, BUSY_LONGEST_PAUSE_S)
-                continue
-            break
         try:
             await write_frame(writer, request)
             answer = await asyncio.wait_for(read_frame(reader), timeout=patience)
@@ -185,7 +185,7 @@ class ConfirmService:
             raise ConfirmUnavailableError(
                 "the confirmation pool's owner stopped before answering (it restarts);"
                 " try again in a few seconds",
-                retry_after=max(1, round(BUSY_PATIENCE_S)),
+                retry_after=BUSY_RETRY_AFTER_S,
             )
         return answer
 

@@ -101,23 +101,21 @@ def verdict(result: ConfirmResponse) -> str:
         counted=Fraction(target),
     )
     why = reason(agreement, microbatches=result.form == "accumulation")
+    digits = distinct_digits((default.engine_grad, target))
+    computes = f"DDP's default computes the {default.objective}, {fmt(default.engine_grad, digits)}"
     if len(matching) == len(runs):
         if result.schemes_agree:
             return f"{first}, and all three runs match the single-process reference: {why}."
-        digits = distinct_digits((default.engine_grad, target))
         return (
-            f"{first}, and all three runs match the single-process reference: DDP's default"
-            f" computes the {default.objective}, {fmt(default.engine_grad, digits)} against"
+            f"{first}, and all three runs match the single-process reference: {computes} against"
             f" {fmt(target, digits)}, a difference within the tolerance"
             f" {fmt(result.gradient_tolerance)}."
         )
     if matching == ["compensated", "comm_hook"]:
-        digits = distinct_digits((default.engine_grad, target))
         return (
             f"{first}, yet only the compensated and comm-hook runs match the single-process"
-            f" reference: DDP's default computes the {default.objective},"
-            f" {fmt(default.engine_grad, digits)} instead of {fmt(target, digits)}, a different"
-            f" objective ({why})."
+            f" reference: {computes} instead of {fmt(target, digits)}, a different objective"
+            f" ({why})."
         )
     if not matching:
         return f"{first}; no run matches the single-process reference."

@@ -129,16 +129,13 @@ async def confirm_lab(request: Request) -> Response:
             view = ConfirmView(error=error.detail, retry_after=error.retry_after)
             status = error.status
     if request.headers.get("HX-Request") == "true":
-        context = {**lab_context, "confirm": view}
-        response = templates_of(request).TemplateResponse(
-            request, "_confirm.html", context, status_code=status
-        )
+        template, context = "_confirm.html", lab_context
     else:
-        page = lesson_page.context(request, lab_context, lesson_page.results(request))
-        context = {**page, "confirm": view}
-        response = templates_of(request).TemplateResponse(
-            request, lesson_page.PAGE_TEMPLATE, context, status_code=status
-        )
+        template = lesson_page.PAGE_TEMPLATE
+        context = lesson_page.context(request, lab_context, lesson_page.results(request))
+    response = templates_of(request).TemplateResponse(
+        request, template, {**context, "confirm": view}, status_code=status
+    )
     if view.retry_after:
         response.headers["Retry-After"] = str(view.retry_after)
     response.headers["Vary"] = "HX-Request"
