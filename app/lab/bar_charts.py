@@ -77,11 +77,6 @@ def _rank_ticks(ranks: int) -> tuple[Tick, ...]:
     )
 
 
-def _fitting(text: str, room: float) -> str:
-    """``text`` when it fits in ``room`` viewBox units beside its neighbour, else nothing."""
-    return text if len(text) * CHAR_WIDTH <= room - 2 else ""
-
-
 @dataclass(frozen=True, slots=True)
 class Column:
     """One kind of bar at the same place in every rank's band: where each bar and its value go.
@@ -112,23 +107,22 @@ class Column:
             value_xs=tuple(coordinate(x + band * width / 2) for x in xs),
         )
 
-    def series(self, kind: str, values: Sequence[float], top: float) -> Series:
-        """This column's bars for ``values`` on a value axis from 0 to ``top``, as one path."""
+    def draw(
+        self, kind: str, values: Sequence[float], texts: Sequence[str], top: float
+    ) -> tuple[Series, tuple[Label, ...]]:
+        """This column's bars for ``values`` on a value axis from 0 to ``top``, as one path, and
+        each bar's value (``texts``) just above it where it fits beside its neighbour's."""
         ys = [along(value, 0.0, top, BOTTOM, TOP) for value in values]
-        width = self.width
-        bars = tuple([Bar(x, y, width, BOTTOM - y) for x, y in zip(self.xs, ys, strict=True)])
+        bars = tuple([Bar(x, y, self.width, BOTTOM - y) for x, y in zip(self.xs, ys, strict=True)])
         path = "".join(
             f"{start}{y:.1f}{self.end}" for start, y in zip(self.starts, ys, strict=True)
         )
-        return Series(kind, bars, path)
-
-    def values(self, series: Series, texts: Sequence[str]) -> tuple[Label, ...]:
-        """Each bar's value written just above it, where it fits beside its neighbour's."""
-        return tuple(
-            Label(x, coordinate(bar.y - 4), text)
-            for x, bar, text in zip(self.value_xs, series.bars, texts, strict=True)
-            if _fitting(text, self.room)
+        labels = tuple(
+            Label(x, coordinate(y - 4), text)
+            for x, y, text in zip(self.value_xs, ys, texts, strict=True)
+            if len(text) * CHAR_WIDTH <= self.room - 2
         )
+        return Series(kind, bars, path), labels
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,16 +156,16 @@ def counts_chart(result: GradientResult, shown: tuple[str, ...] | None = None) -
     """
     layout = BAR_LAYOUTS[result.P]
     top = nice_ceiling(max(result.counts))
-    series = layout.counts.series("count", result.counts, top)
     if shown is None:
         shown = column(result.counts)
+    series, values = layout.counts.draw("count", result.counts, shown, top)
     listed = ", ".join(f"rank {r} {c}" for r, c in enumerate(shown))
     return BarChart(
         title="Valid items per rank",
         description=f"Bar chart of the count nᵣ per rank: {listed}; N = {fmt(result.N)}.",
         frame=FRAME,
         series=(series,),
-        values=layout.counts.values(series, shown),
+        values=values,
         ticks=value_ticks(0.0, top),
         rank_labels=layout.rank_labels,
         legend=(("count", "nᵣ valid items"),),
@@ -186,14 +180,13 @@ def influence_chart(result: GradientResult) -> BarChart:
     """
     layout = BAR_LAYOUTS[result.P]
     top = nice_ceiling(max(*result.influence_global, *result.influence_rank_mean))
-    series = (
-        layout.global_.series("global", result.influence_global, top),
-        layout.rank_mean.series("rank-mean", result.influence_rank_mean, top),
-    )
     # One formatting for all of them (app.lab.worked.column), the P global ones first.
     shown = column((*result.influence_global, *result.influence_rank_mean), exact=True)
-    values = layout.global_.values(series[0], shown[: result.P]) + layout.rank_mean.values(
-        series[1], shown[result.P :]
+    global_, global_values = layout.global_.draw(
+        "global", result.influence_global, shown[: result.P], top
+    )
+    rank_mean, rank_mean_values = layout.rank_mean.draw(
+        "rank-mean", result.influence_rank_mean, shown[result.P :], top
     )
     described = "; ".join(f"rank {r}: {shown[r]} vs {shown[result.P + r]}" for r in range(result.P))
     return BarChart(
@@ -203,8 +196,8 @@ def influence_chart(result: GradientResult) -> BarChart:
             f" and under the plain rank mean (1/(P·nᵣ)): {described}."
         ),
         frame=FRAME,
-        series=series,
-        values=values,
+        series=(global_, rank_mean),
+        values=global_values + rank_mean_values,
         ticks=value_ticks(0.0, top),
         rank_labels=layout.rank_labels,
         legend=(("global", "global mean, 1/N"), ("rank-mean", "rank mean, 1/(P·nᵣ)")),

@@ -5,7 +5,8 @@ Geometry is in SVG viewBox units and every label is already text; templates only
 """
 
 import math
-from typing import NamedTuple, Protocol
+from collections.abc import Callable
+from typing import NamedTuple
 
 from app.engine import GradientResult, Trajectory, trajectory
 from app.engine.decimals import decimal_ratio
@@ -18,12 +19,6 @@ LINE_LEFT, LINE_RIGHT = 24.0, 336.0
 AXIS_Y = 78.0
 # The largest dot's radius; a dot's area is proportional to its rank's count.
 DOT_RADIUS = 20.0
-
-
-class Formatter(Protocol):
-    """The view model's number formatter: ``fmt(value, digits)``."""
-
-    def __call__(self, value: float, digits: int = ..., /) -> str: ...
 
 
 class Dot(NamedTuple):
@@ -81,7 +76,7 @@ RANK_MEAN_LABEL_Y = f"{LINE_HEIGHT - 6:g}"
 LEFT, RIGHT, AXIS = coordinate(LINE_LEFT), coordinate(LINE_RIGHT), coordinate(AXIS_Y)
 
 
-def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
+def number_line(result: GradientResult, fmt: Callable[..., str]) -> NumberLine:
     """Each rank's local mean ḡᵣ as a dot of area ∝ nᵣ, with g and the plain rank mean marked.
 
     An empty rank is drawn as a ring at 0, the value the plain rank mean counts for it.
@@ -111,17 +106,7 @@ def number_line(result: GradientResult, fmt: Formatter) -> NumberLine:
     ):
         at = along(value, low, high, LINE_LEFT, LINE_RIGHT)
         label_x, anchor = _label_x(at, text)
-        marked = coordinate(at)
-        markers.append(
-            Marker(
-                marked,
-                text,
-                marked if label_x == at else coordinate(label_x),
-                label_y,
-                anchor,
-                kind,
-            )
-        )
+        markers.append(Marker(coordinate(at), text, coordinate(label_x), label_y, anchor, kind))
     # Round values along the axis (about four steps), never the padded ends themselves.
     step = nice_ceiling((high - low) / 4)
     ticks = []
