@@ -78,6 +78,7 @@ def _api_app(
     )
     app.state.settings = settings
     app.state.templates = templates
+    app.state.route_paths = {}  # web.templating.route_path's
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(HTTPException, http_error)
     app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")

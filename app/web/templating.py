@@ -49,32 +49,27 @@ def _digest(path: Path, mtime_ns: int, size: int) -> str:
 @lru_cache(maxsize=256)
 def asset_version(static_dir: Path, relative: str) -> str:
     """Short content hash of one static file, read once: the files do not change under a running
-    server, so a render makes no stat() per link. Should one
-    change anyway, its old URL is still served, only revalidated instead of cached for good."""
+    server, so a render makes no stat() per link. Should one change anyway, its old URL is still
+    served, only revalidated instead of cached for good."""
     path = static_dir / relative
     stat = path.stat()
     return _digest(path, stat.st_mtime_ns, stat.st_size)
 
 
 def route_path(request: Request, name: str, **params: str) -> str:
-    """The path of a named route under the app's own address, looked up once per app.
+    """The path of a named route under the app's own address: a path, not an absolute URL, so
+    nothing rendered depends on the Host a request names.
 
-    A path, not an absolute URL: nothing rendered depends on the Host a request names. A lookup
-    walks every route (Starlette raises and catches one exception per route that does not
-    match), on every link of every render. Routes do not change under a
-    running server, so the paths are kept by name and parameters, a handful in all.
+    A lookup walks every route (Starlette raises and catches one exception per route that does
+    not match); routes do not change under a running server, so each app keeps its paths by name
+    and parameters (``app.state.route_paths``, made by ``create_app``), a handful in all.
     """
-    app = request.app
-    paths: dict[tuple[str, tuple[tuple[str, str], ...]], str] | None = getattr(
-        app.state, "route_paths", None
-    )
-    if paths is None:
-        paths = app.state.route_paths = {}
-    key = (name, tuple(sorted(params.items())))
+    scope = request.scope
+    paths: dict[tuple[str, tuple[tuple[str, str], ...]], str] = scope["app"].state.route_paths
+    key = (name, tuple(params.items()))
     path = paths.get(key)
     if path is None:
-        path = paths[key] = str(app.url_path_for(name, **params))
-    scope = request.scope
+        path = paths[key] = str(scope["app"].url_path_for(name, **params))
     return f"{scope.get('app_root_path', scope.get('root_path', ''))}{path}"
 
 
