@@ -1,13 +1,8 @@
 """Each web worker's door to the one pool: it asks the pool's owner (:mod:`app.confirm.host`)
-over its socket, and under plain uvicorn may be that owner.
-
-Under ``python -m app`` (``ATLAS_CONFIRM_POOL_PROCESS=true``) the owner is a process of its own
-and every web worker only asks. Under plain uvicorn the first worker to take the owner's lock runs
-a :class:`~app.confirm.host.PoolHost` inside itself and the others watch the lock, so one of them
-takes over when it dies. Every worker, the owner included, asks through the socket: one protocol
-whichever process owns the pool. A socket that is not there yet or has a full backlog is "busy":
-asked again with a growing pause for a few seconds, then a 503 with Retry-After. Concurrent
-status polls in one worker share one request to the owner. No torch.
+over its socket, and under plain uvicorn (no launcher) the worker that takes the owner's lock is
+that owner while the others watch the lock to take over. A socket that is not there yet or has
+a full backlog is "busy": asked again with a growing pause for a few seconds, then a 503 with
+Retry-After. Concurrent status polls in one worker share one request to the owner. No torch.
 """
 
 import asyncio
