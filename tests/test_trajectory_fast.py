@@ -11,11 +11,10 @@ from itertools import pairwise
 
 import pytest
 
-from app.lab.axes import BOTTOM, CHAR_WIDTH, LEFT, RIGHT, TOP
+from app.lab.axes import BOTTOM, CHAR_WIDTH, LEFT, RIGHT, TOP, along
 from app.lab.path_chart import (
     Box,
     _probes,
-    _x_step,
     curve_meets,
     place_label,
 )
@@ -94,7 +93,7 @@ def test_labels_go_where_testing_every_point_puts_them(seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(150):
         steps = rng.choice([0, 1, 2, 5, 30, 30, 30, 100, 1000 if rng.random() < 0.1 else 40])
-        xs = [_x_step(k, steps) for k in range(steps + 1)]
+        xs = [along(k, 0, steps, LEFT, RIGHT) for k in range(steps + 1)]
         curves = [_random_curve(rng, steps) for _ in range(2)]
         guide_ys = [rng.uniform(TOP, BOTTOM) for _ in range(2)]
         start_y = curves[0][0]
@@ -114,7 +113,7 @@ def test_probes_are_the_tested_points() -> None:
     # within a rounding of a point.
     rng = random.Random(5)
     for steps in (0, 1, 2, 5, 30, 31, 100, 1000):
-        xs = [_x_step(k, steps) for k in range(steps + 1)]
+        xs = [along(k, 0, steps, LEFT, RIGHT) for k in range(steps + 1)]
         probes = _probes(steps)
         for _ in range(3):
             ys = _random_curve(rng, steps)
@@ -133,7 +132,7 @@ def test_curves_meet_a_box_where_a_tested_point_lies_in_it() -> None:
     rng = random.Random(11)
     for _ in range(300):
         steps = rng.choice([0, 1, 2, 5, 30, 30, 100])
-        xs = [_x_step(k, steps) for k in range(steps + 1)]
+        xs = [along(k, 0, steps, LEFT, RIGHT) for k in range(steps + 1)]
         curves = [_random_curve(rng, steps) for _ in range(2)]
         points = [p for ys in curves for p in _dense(list(zip(xs, ys, strict=True)))]
         for _ in range(20):

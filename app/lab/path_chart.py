@@ -74,10 +74,6 @@ class TrajectoryView(NamedTuple):
     warnings: tuple[str, ...]
 
 
-def _x_step(step: int, steps: int) -> float:
-    return LEFT + step / max(steps, 1) * (RIGHT - LEFT)
-
-
 class Box(NamedTuple):
     """A label's box in viewBox units: left and right, text baseline, top and bottom."""
 
@@ -216,7 +212,7 @@ def place_label(
 def _step_axis(steps: int) -> tuple[tuple[float, ...], tuple[str, ...]]:
     """Each step's x and its text: the same for every run of ``steps`` steps (geometry, not a
     result)."""
-    xs = tuple(_x_step(k, steps) for k in range(steps + 1))
+    xs = tuple(along(k, 0, steps, LEFT, RIGHT) for k in range(steps + 1))
     return xs, tuple(coordinate(x) for x in xs)
 
 
