@@ -35,22 +35,20 @@ def figures(result: GradientResult, printer: Printer) -> Figures:
     where the exact step is not 0. ``printer``: the request's, shared with the verdict."""
     g, rank_mean = result.agreement.counted, result.agreement.plain
     shown_g, shown_rank_mean = fmt_distinct((g, rank_mean), MOST_DIGITS, printer)
-    w_new, w_new_rank_mean = result.w_new, result.w_new_rank_mean
-    if w_new and w_new_rank_mean:
-        shown_w_new, shown_w_new_rank_mean = fmt_distinct((w_new, w_new_rank_mean))
-    else:  # a step that rounds to 0 shows its exact value where that is not 0
-        steps = ((w_new, result.exact.w_new), (w_new_rank_mean, result.exact.w_new_rank_mean))
-        digits = distinct_digits([rounded for rounded, _ in steps])
-        shown_w_new, shown_w_new_rank_mean = (
-            fmt(exact if rounded == 0 and exact else rounded, digits) for rounded, exact in steps
-        )
+    exact = result.exact
+    steps = ((result.w_new, exact.w_new), (result.w_new_rank_mean, exact.w_new_rank_mean))
+    digits = distinct_digits([rounded for rounded, _ in steps])
+    # A step that rounds to 0 shows its exact value where that is not 0.
+    shown_w_new, shown_w_new_rank_mean = (
+        fmt(value if rounded == 0 and value else rounded, digits) for rounded, value in steps
+    )
     return Figures(
         N=fmt(result.N),
         global_gradient=shown_g,
         rank_mean_gradient=shown_rank_mean,
         w_new=shown_w_new,
         w_new_rank_mean=shown_w_new_rank_mean,
-        w_new_difference=fmt(result.exact.w_new_difference),
+        w_new_difference=fmt(exact.w_new_difference),
     )
 
 
