@@ -36,14 +36,6 @@ NEW_RANK_TARGETS = "8,8,8,8"
 Mode = Literal["means", "items"]
 
 
-@dataclass(frozen=True, slots=True)
-class RankInput:
-    """One rank's raw inputs as typed: count and mean, or targets and weights."""
-
-    count_or_targets: str
-    mean_or_weights: str
-
-
 class LabForm(NamedTuple):
     """The lab's inputs exactly as received, so the form shows what the student typed."""
 
@@ -58,12 +50,6 @@ class LabForm(NamedTuple):
     # How many ranks' weights the query gave (0: none). A blank one means all 1; a missing one
     # goes to the model as missing, which names the mismatch.
     weight_ranks: int = 0
-
-    @property
-    def ranks(self) -> tuple[RankInput, ...]:
-        """Each rank's inputs, for the form's fields (built when a template shows them: a
-        drag's answer, the results pane, does not)."""
-        return tuple(map(RankInput, self.counts_or_targets, self.means_or_weights))
 
 
 class ParsedLab(NamedTuple):
