@@ -54,19 +54,19 @@ MAX_ECHO_DEPTH = 8
 
 def _json_safe(value: Any, depth: int = 0) -> Any:
     """The raw body with non-finite floats as marker strings and over-deep nesting cut off."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return NON_FINITE_MARKERS[repr(value)]
-    if isinstance(value, list | dict) and depth >= MAX_ECHO_DEPTH:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else NON_FINITE_MARKERS[repr(value)]
+    if not isinstance(value, (list, dict)):
+        return value
+    if depth >= MAX_ECHO_DEPTH:
         return "(nested too deeply)"
-    if isinstance(value, list):
-        # A list of finite floats (what a query or form gives) has nothing to replace: any inf
-        # or NaN would make its sum inf or NaN.
-        if FLOATS_ONLY.issuperset(map(type, value)) and math.isfinite(sum(value)):
-            return value.copy()
-        return [_json_safe(item, depth + 1) for item in value]
     if isinstance(value, dict):
         return {key: _json_safe(item, depth + 1) for key, item in value.items()}
-    return value
+    # A list of finite floats (what a query or form gives) has nothing to replace: any inf or
+    # NaN would make its sum inf or NaN.
+    if FLOATS_ONLY.issuperset(map(type, value)) and math.isfinite(sum(value)):
+        return value.copy()
+    return [_json_safe(item, depth + 1) for item in value]
 
 
 def _refuse_markers(value: Any) -> Any:
