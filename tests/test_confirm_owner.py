@@ -1,10 +1,8 @@
 """``python -m app`` with two web workers and the pool's owner in a process of its own: every job
 size, a class of pollers, a flooding client, the owner killed, and a clean stop.
 
-Each scenario reproduces a failure of the pool owned by whichever web worker took the lock: a
-``counts`` 5000,5000 job failed about half the time (lines of at most 64 KiB), 300 status pollers
-got hundreds of 500s (a full socket backlog), and one client's 20 jobs got another's
-confirmations 429 7 times in 8.
+Each scenario is a load that broke a pool owned by a web worker: a job over 64 KiB, 300 status
+pollers (a full socket backlog), and one client's 20 jobs beside another's confirmations.
 """
 
 import asyncio

@@ -94,16 +94,12 @@ class Scheduler:
                 future.exception()
             else:
                 future.set_result(outcome)
-                self._remember(job.key(), outcome)
+                self._cache[job.key()] = outcome
+                while len(self._cache) > self.cache_size:  # 0: no cache
+                    self._cache.popitem(last=False)
             finally:
                 self.serving = None
                 del self._in_flight[job.key()]
-
-    def _remember(self, key: str, outcome: Outcome) -> None:
-        if self.cache_size > 0:
-            self._cache[key] = outcome
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
 
     async def _run(self, job: Job) -> Outcome:
         await self.pool.wait_ready(self.start_timeout)
