@@ -1,21 +1,13 @@
 """The lab's state in a URL or a form: read the text as typed, validate it with the state model
 (``app.lab.state``, the same model as the JSON API), and write a valid state back canonically.
 
-Query syntax (documented in the README and on the page):
-
-- counts-and-means form: ``counts=2,6&means=1,3&eta=0.1&w=10`` — one value per rank, ranks in
-  order from rank 0, separated by commas.
-- items form: ``targets=9,9;7,7,7,7,7,7&weights=1,1;1,1,1,1,1,0&eta=0.1&w=10&steps=30`` — ranks
-  separated by ``;``, a rank's items by ``,``. ``weights`` is optional (every item weighs 1);
-  a blank rank in ``weights`` also means all ones. An empty rank is an empty segment
-  (``targets=9,9;``).
-- ring all-reduce panel: ``ring_mb``, ``ring_p``, ``ring_us``, ``ring_gbps`` (payload in MB = 10⁶
-  bytes, ranks, start-up latency alpha in µs, bandwidth in GB/s = 10⁹ bytes/s).
-
-A plain HTML form sends one parameter per rank (``counts=2&counts=6``); that is accepted too, and
-``P`` (when it differs from the number of ranks sent) adds ranks with default values or drops the
-last ones. This module only reads text into numbers and lists; every limit is the model's, and
-nothing is clamped: a value out of range is an error that names its field.
+The syntax is docs/page.md's: ``counts=2,6&means=1,3`` (ranks by ``,``) or
+``targets=9,9;7,7&weights=1,1;1,0`` (ranks by ``;``, items by ``,``; an empty segment is an empty
+rank, a blank rank of weights all ones), and the ring panel's ``ring_mb``, ``ring_p``,
+``ring_us``, ``ring_gbps``. A plain HTML form sends one parameter per rank
+(``counts=2&counts=6``), and ``P`` adds ranks with default values or drops the last ones. Only
+text is read here: every limit is the model's, and nothing is clamped (a value out of range is an
+error that names its field).
 """
 
 from collections.abc import Mapping, Sequence
