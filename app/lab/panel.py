@@ -4,7 +4,7 @@ template context the lab's fragments and the lesson page render from."""
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from app.engine import (
     EngineError,
@@ -48,8 +48,7 @@ SLIDER_RANKS = 8
 SLIDER_COUNT = 64.0
 
 
-@dataclass(frozen=True, slots=True)
-class Preset:
+class Preset(NamedTuple):
     label: str
     description: str
     query: str
@@ -85,8 +84,7 @@ PRESETS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class LabLink:
+class LabLink(NamedTuple):
     """A lab state that shows what a part of the lesson says: its query, anchor and a note."""
 
     query: str

@@ -11,7 +11,6 @@ error that names its field).
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import astuple, dataclass
 from typing import Any, Literal, NamedTuple
 from urllib.parse import urlencode
 
@@ -53,16 +52,14 @@ class ParsedLab(NamedTuple):
     resized: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class RingForm:
+class RingForm(NamedTuple):
     payload_mb: str
     ranks: str
     alpha_us: str
     bandwidth_gbps: str
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedRing:
+class ParsedRing(NamedTuple):
     form: RingForm
     state: RingRequest | None
     errors: tuple[FieldError, ...]
@@ -286,15 +283,12 @@ def encode(pairs: Sequence[tuple[str, str]]) -> str:
 
 def parse_ring(query: Mapping[str, str]) -> ParsedRing:
     """Read and validate the ring all-reduce panel's part of a query string."""
-    defaults = astuple(RING_DEFAULT)
     params = params_of(query)
-    raw = tuple(
-        last(params, name, default) for name, default in zip(RING_PARAMS, defaults, strict=True)
-    )
-    form = RingForm(*raw)
+    defaults = zip(RING_PARAMS, RING_DEFAULT, strict=True)
+    form = RingForm(*(last(params, name, default) for name, default in defaults))
     body = {
         name: _whole(text) if name == "ring_p" else _number(text)
-        for name, text in zip(RING_PARAMS, raw, strict=True)
+        for name, text in zip(RING_PARAMS, form, strict=True)
     }
     try:
         return ParsedRing(form, RingRequest.model_validate(body), ())
@@ -306,4 +300,4 @@ def ring_query_pairs(state: RingRequest) -> list[tuple[str, str]]:
     """The ring panel's canonical parameters, left out entirely when they are the defaults."""
     values = (state.payload_mb, state.ranks, state.alpha_us, state.bandwidth_gbps)
     texts = tuple(map(format_number, values))
-    return [] if texts == astuple(RING_DEFAULT) else list(zip(RING_PARAMS, texts, strict=True))
+    return [] if texts == RING_DEFAULT else list(zip(RING_PARAMS, texts, strict=True))
