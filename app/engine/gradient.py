@@ -135,10 +135,8 @@ def from_means(
         (w_eta_top * plain_den - eta_w_den * plain_top, w_eta_den * plain_den),
         (-eta_top * exact.difference[0], eta_den * exact.difference[1]),
     )
-    try:  # int / int rounds once
-        values = [top / bottom for top, bottom in ratios]
-    except OverflowError:  # one leaves the float range: ±inf there, refused below
-        values = [ratio_float(ratio) for ratio in ratios]
+    # Each rounded once; one beyond the float range is ±inf, refused below.
+    values = [ratio_float(ratio) for ratio in ratios]
     global_gradient, rank_mean_gradient, total, w_new, w_new_rank_mean, w_new_difference = values
     # P·nᵣ/N and P·nᵣ ḡᵣ/N as written, each rounded once: compensated means equal as written
     # are equal floats (40 x -6.3 and 45 x -5.6 are both -252).
