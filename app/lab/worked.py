@@ -113,11 +113,11 @@ def column(
     """A table column: one digit count, the fewest that print different values differently;
     ``exact`` shows small fractions whose decimals do not end as p/q (1/12). ``printer``
     shares the forms other columns and lines printed."""
+    if not exact:
+        return fmt_distinct(values, printer=printer)
     show = Printer() if printer is None else printer
     digits = distinct_digits(values, printer=show)
-    if exact:
-        return tuple([show.exact(value, digits) for value in values])
-    return tuple([show(value, digits).text for value in values])
+    return tuple([show.exact(value, digits) for value in values])
 
 
 def verdict(result: GradientResult, printer: Printer) -> str:
