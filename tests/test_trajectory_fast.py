@@ -14,7 +14,6 @@ import pytest
 from app.lab.axes import BOTTOM, CHAR_WIDTH, LEFT, RIGHT, TOP, along
 from app.lab.path_chart import (
     Box,
-    _probes,
     curve_meets,
     place_label,
 )
@@ -106,25 +105,6 @@ def test_labels_go_where_testing_every_point_puts_them(seed: int) -> None:
             placed.append(place_label(text, guide_y, start_y, ys, steps, guide_ys, placed))
             expected.append(_reference_place(text, guide_y, start_y, tracks, guide_ys, expected))
         assert placed == expected
-
-
-def test_probes_are_the_tested_points() -> None:
-    # The same floats as the scalar formulas, not merely close ones: a label's edge may fall
-    # within a rounding of a point.
-    rng = random.Random(5)
-    for steps in (0, 1, 2, 5, 30, 31, 100, 1000):
-        xs = [along(k, 0, steps, LEFT, RIGHT) for k in range(steps + 1)]
-        probes = _probes(steps)
-        for _ in range(3):
-            ys = _random_curve(rng, steps)
-            tested = [(probes.x[0], ys[0])]
-            for k, (first, parts) in enumerate(zip(probes.first, probes.parts, strict=True)):
-                assert probes.segment[first : first + parts] == [k] * parts
-                tested += [
-                    (probes.x[first + t - 1], ys[k] + (ys[k + 1] - ys[k]) * t / parts)
-                    for t in range(1, parts + 1)
-                ]
-            assert tested == _dense(list(zip(xs, ys, strict=True)))
 
 
 def test_curves_meet_a_box_where_a_tested_point_lies_in_it() -> None:

@@ -6,7 +6,6 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from functools import lru_cache
-from itertools import pairwise
 from typing import NamedTuple
 
 from app.engine import Trajectory
@@ -99,67 +98,36 @@ SPACING = 3.0
 ROUNDING = 1e-9
 
 
-class Probes(NamedTuple):
-    """The tested points of a curve of a run of ``steps`` steps (the same xs for both curves):
-    their xs, left to right; for each, its segment ``k`` (from step k to k + 1; -1 for the
-    curve's start); and per segment the index of its first tested point and how many it has
-    (``parts``: its t = 1 … parts)."""
-
-    x: list[float]
-    segment: list[int]
-    first: list[int]
-    parts: list[int]
-
-
-@lru_cache(maxsize=16)
-def _probes(steps: int) -> Probes:
-    """Geometry, not a result: the same for every run of ``steps`` steps."""
-    xs = _step_axis(steps)[0]
-    x, segment, first, parts = [xs[0]], [-1], [], []
-    for k in range(steps):
-        xa, xb = xs[k], xs[k + 1]
-        count = max(1, math.ceil((xb - xa) / SPACING))
-        first.append(len(x))
-        parts.append(count)
-        for step in range(1, count + 1):
-            x.append(xa + (xb - xa) * step / count)
-            segment.append(k)
-    # Sorted, so the points between two xs are a slice (bisect).
-    assert all(left < right for left, right in pairwise(x))
-    return Probes(x, segment, first, parts)
-
-
 def curve_meets(
     ys: Sequence[float], steps: int, x_range: tuple[float, float], y_range: tuple[float, float]
 ) -> bool:
     """Whether a tested point of either curve lies in ``x_range`` by ``y_range`` (bounds
     included). ``ys``: both curves' ys at each step, one curve after the other (then
     anything). A segment whose ends are both beyond the y range by more than rounding holds
-    none; the others' points are worked out, ``ya + (yb - ya) * t / parts`` as floats."""
-    probes = _probes(steps)
-    x = probes.x
-    begin, end = bisect_left(x, x_range[0]), bisect_right(x, x_range[1])
-    if begin >= end:
-        return False
-    low, high = y_range
+    none; the others' points are worked out as floats."""
+    xs = _step_axis(steps)[0]
+    (x0, x1), (low, high) = x_range, y_range
     below, above = low - ROUNDING, high + ROUNDING
-    first_k, last_k = max(probes.segment[begin], 0), probes.segment[end - 1]
-    n = steps + 1
-    for start in (0, n):
-        # Both ends of every segment in range (or the start alone).
-        ends = ys[start + first_k : start + last_k + 2]
+    # The segments (from step k to k + 1) that may hold a tested point in the x range (a
+    # segment's last point may lie a rounding past its step).
+    first, last = max(bisect_left(xs, x0) - 2, 0), min(bisect_right(xs, x1), steps)
+    for start in (0, steps + 1):
+        ends = ys[start + first : start + last + 1]
         if max(ends) < below or min(ends) > above:
             continue
-        if begin == 0 and low <= ys[start] <= high:
+        if x0 <= xs[0] <= x1 and low <= ys[start] <= high:
             return True
-        for k in range(first_k, last_k + 1):
+        for k in range(first, last):
             ya, yb = ys[start + k], ys[start + k + 1]
             if (ya if ya > yb else yb) < below or (yb if ya > yb else ya) > above:
                 continue
-            first, parts = probes.first[k], probes.parts[k]
-            rise = yb - ya
-            for index in range(max(begin, first), min(end, first + parts)):
-                if low <= rise * (index - first + 1) / parts + ya <= high:
+            xa, xb = xs[k], xs[k + 1]
+            parts = max(1, math.ceil((xb - xa) / SPACING))
+            for t in range(1, parts + 1):
+                if (
+                    x0 <= xa + (xb - xa) * t / parts <= x1
+                    and low <= (yb - ya) * t / parts + ya <= high
+                ):
                     return True
     return False
 
