@@ -48,8 +48,7 @@ class RankRow:
 
 
 class LabView(NamedTuple):
-    """The results pane, as text: what a drag refreshes on every input event (a named tuple,
-    like the SGD chart's records: built on every drag). The pictures are :class:`LabCharts`."""
+    """The results pane, as text: what a drag refreshes on every input event."""
 
     N: str
     global_gradient: str
@@ -64,9 +63,8 @@ class LabView(NamedTuple):
 
 
 class LabCharts(NamedTuple):
-    """The pictures below the figures: the rank means on a number line and the SGD paths.
-    A drag refreshes them at most every few input events (block lab_charts of
-    templates/_lab.html)."""
+    """The pictures below the figures: the rank means on a number line and the SGD paths (block
+    lab_charts of templates/_lab.html, refreshed every few input events of a drag)."""
 
     number_line: NumberLine
     trajectory: TrajectoryView
