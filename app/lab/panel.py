@@ -18,6 +18,7 @@ from app.lab.fields import FieldError, engine_error
 from app.lab.numbers import fmt
 from app.lab.pictures import implied_path
 from app.lab.query import (
+    RING_DEFAULT,
     RING_PARAMS,
     ParsedLab,
     ParsedRing,
@@ -207,16 +208,6 @@ def ring_panel(query: Mapping[str, str]) -> RingPanel:
     if not any(name in query for name in RING_PARAMS):
         # Every lab request carries the ring panel, mostly at its defaults: one fixed panel.
         return default_ring_panel()
-    return _ring_panel(query)
-
-
-@cache
-def default_ring_panel() -> RingPanel:
-    """The ring panel of a query that gives none of its parameters (a constant)."""
-    return _ring_panel({})
-
-
-def _ring_panel(query: Mapping[str, str]) -> RingPanel:
     parsed = parse_ring(query)
     state = parsed.state
     if state is None:
@@ -228,6 +219,12 @@ def _ring_panel(query: Mapping[str, str]) -> RingPanel:
     except EngineError as exc:
         return RingPanel(parsed, None, (engine_error(exc),), ())
     return RingPanel(parsed, ring_view(cost, state), (), tuple(ring_query_pairs(state)))
+
+
+@cache
+def default_ring_panel() -> RingPanel:
+    """The ring panel of a query that gives none of its parameters (a constant)."""
+    return ring_panel(dict(zip(RING_PARAMS, RING_DEFAULT, strict=True)))
 
 
 def lab_panel(query: Mapping[str, str]) -> LabPanel:
