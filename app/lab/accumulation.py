@@ -79,13 +79,10 @@ class AccumulationView:
 def run(state: GradientRequest, m: int) -> AccumulationResult:
     """The engine's accumulation over the state's items, ``m`` microbatches per rank."""
     targets, weights = item_lists(state)
+    # The state's weights are nested exactly like its targets (a blank rank typed in the form
+    # is all ones by then), so both split alike.
     batches = [split(ys, m) for ys in targets]
-    batch_weights = None
-    if weights is not None:
-        # A blank rank in ``weights`` means every item weighs 1.
-        batch_weights = [
-            split(ws or [1.0] * len(ys), m) for ws, ys in zip(weights, targets, strict=True)
-        ]
+    batch_weights = None if weights is None else [split(ws, m) for ws in weights]
     return accumulate(batches, batch_weights, eta=state.eta, w=state.w)
 
 
