@@ -186,20 +186,14 @@ def _limit_denominator(top: int, bottom: int, most: int) -> Ratio:
     return p2, q2
 
 
-def _small_fraction(value: float, digits: int) -> Ratio | None:
-    """The fraction p/q (1 < q ≤ 1000) that the float ``value`` is nearest to, when its
-    decimals do not end within ``digits`` digits; else None."""
+def _small_fraction(value: float) -> Ratio | None:
+    """The fraction p/q (1 < q ≤ 1000) that the float ``value`` is, or is the nearest to; else
+    None. Asked only where the printed decimal does not read back as ``value``: a fraction
+    whose decimal ends within the digits shown never comes here (0.125 stays 0.125)."""
     top, bottom = value.as_integer_ratio()
     p, q = _limit_denominator(top, bottom, MAX_DENOMINATOR)
     if q == 1 or (p * bottom != top * q and p / q != value):
         return None
-    rest = q
-    while rest % 2 == 0:
-        rest //= 2
-    while rest % 5 == 0:
-        rest //= 5
-    if rest == 1 and printed(Fraction(p, q), digits).value == (p, q):
-        return None  # a decimal that ends within the shown digits: 0.125 stays 0.125
     return p, q
 
 
@@ -255,9 +249,9 @@ class Printer:
             form = self(value, digits)
             n, d = form.value
             try:  # a decimal that reads back as the very float stays a decimal (0.5, 0.1)
-                ratio = None if not value or n / d == value else _small_fraction(value, digits)
+                ratio = None if not value or n / d == value else _small_fraction(value)
             except OverflowError:  # the printed decimal rounds beyond the largest float
-                ratio = _small_fraction(value, digits)
+                ratio = _small_fraction(value)
             text = self._fractions[key] = (
                 form.text
                 if ratio is None
