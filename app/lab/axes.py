@@ -4,6 +4,7 @@ Geometry is in SVG viewBox units; every label is already text.
 """
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -82,18 +83,6 @@ def nice_range(low: float, high: float) -> tuple[float, float, float]:
     return math.floor(low / step) * step, math.ceil(high / step) * step, step
 
 
-def value_ticks(low: float, high: float) -> tuple[Tick, ...]:
-    """Three ticks on a value axis from ``low`` to ``high``: its ends and its middle."""
-    return tuple(
-        Tick(coordinate(along(v, low, high, BOTTOM, TOP)), fmt(v, 4))
-        for v in (low, (low + high) / 2, high)
-    )
-
-
-def range_ticks(low: float, high: float, step: float) -> tuple[Tick, ...]:
-    """A tick at every ``step`` from ``low`` to ``high`` (``nice_range``'s bounds and step)."""
-    count = round((high - low) / step)
-    return tuple(
-        Tick(coordinate(along(value, low, high, BOTTOM, TOP)), fmt(value, 4))
-        for value in (low + k * step for k in range(count + 1))
-    )
+def value_ticks(values: Iterable[float], low: float, high: float) -> tuple[Tick, ...]:
+    """A tick at each of ``values`` on a value axis from ``low`` to ``high``."""
+    return tuple(Tick(coordinate(along(v, low, high, BOTTOM, TOP)), fmt(v, 4)) for v in values)

@@ -166,7 +166,7 @@ def counts_chart(result: GradientResult, shown: tuple[str, ...] | None = None) -
         frame=FRAME,
         series=(series,),
         values=values,
-        ticks=value_ticks(0.0, top),
+        ticks=value_ticks((0.0, top / 2, top), 0.0, top),
         rank_labels=layout.rank_labels,
         legend=(("count", "nᵣ valid items"),),
     )
@@ -198,7 +198,7 @@ def influence_chart(result: GradientResult) -> BarChart:
         frame=FRAME,
         series=(global_, rank_mean),
         values=global_values + rank_mean_values,
-        ticks=value_ticks(0.0, top),
+        ticks=value_ticks((0.0, top / 2, top), 0.0, top),
         rank_labels=layout.rank_labels,
         legend=(("global", "global mean, 1/N"), ("rank-mean", "rank mean, 1/(P·nᵣ)")),
     )

@@ -21,7 +21,7 @@ from app.lab.axes import (
     along,
     coordinate,
     nice_range,
-    range_ticks,
+    value_ticks,
 )
 from app.lab.numbers import fmt, fmt_distinct, minus_signs
 
@@ -242,7 +242,7 @@ def trajectory_chart(path: Trajectory, labels: tuple[str, str], description: str
         lines,
         guides,
         guide_labels,
-        range_ticks(low, high, step),
+        value_ticks([low + k * step for k in range(round((high - low) / step) + 1)], low, high),
         _step_ticks(path.steps),
     )
 
