@@ -28,25 +28,15 @@ from app.lab.state import MAX_RANKS
 from app.lab.worked import column
 
 
-# Named tuples rather than frozen dataclasses: a request builds dozens of these small records.
-class Bar(NamedTuple):
-    """One bar's geometry in viewBox units (from x, y down to the axis)."""
-
-    x: float
-    y: float
-    width: float
-    height: float
-
-
 @dataclass(frozen=True, slots=True)
 class Series:
     """Bars of one kind, drawn as one SVG path (``d``): one element however many ranks."""
 
     kind: str
-    bars: tuple[Bar, ...]
     path: str
 
 
+# A named tuple rather than a frozen dataclass: a request builds dozens of these small records.
 class Label(NamedTuple):
     """A text at (x, y) in viewBox units."""
 
@@ -85,9 +75,7 @@ class Column:
     ``room`` is the distance from a bar's value to its neighbour's: a wider value is left out.
     """
 
-    width: float
     room: float
-    xs: tuple[float, ...]
     starts: tuple[str, ...]
     end: str
     value_xs: tuple[str, ...]
@@ -99,9 +87,7 @@ class Column:
         band = (RIGHT - LEFT) / ranks
         xs = tuple(LEFT + band * (r + offset) for r in range(ranks))
         return cls(
-            width=band * width,
             room=band * room,
-            xs=xs,
             starts=tuple(f"M{x:.1f} {BOTTOM:g}V" for x in xs),
             end=f"h{band * width:.1f}V{BOTTOM:g}z",
             value_xs=tuple(coordinate(x + band * width / 2) for x in xs),
@@ -113,7 +99,6 @@ class Column:
         """This column's bars for ``values`` on a value axis from 0 to ``top``, as one path, and
         each bar's value (``texts``) just above it where it fits beside its neighbour's."""
         ys = [along(value, 0.0, top, BOTTOM, TOP) for value in values]
-        bars = tuple([Bar(x, y, self.width, BOTTOM - y) for x, y in zip(self.xs, ys, strict=True)])
         path = "".join(
             f"{start}{y:.1f}{self.end}" for start, y in zip(self.starts, ys, strict=True)
         )
@@ -122,7 +107,7 @@ class Column:
             for x, y, text in zip(self.value_xs, ys, texts, strict=True)
             if len(text) * CHAR_WIDTH <= self.room - 2
         )
-        return Series(kind, bars, path), labels
+        return Series(kind, path), labels
 
 
 @dataclass(frozen=True, slots=True)
