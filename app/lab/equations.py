@@ -7,8 +7,9 @@ and the exact value of the printed expression rounds to the printed result
 prints one.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
+from functools import reduce
 from typing import NamedTuple
 
 from app.engine.decimals import same_number
@@ -24,10 +25,31 @@ from app.lab.numbers import (
     fmt,
 )
 
-# A step of a Formula's postfix program: (OPERAND, i) pushes operand i, (WHOLE, n) the whole
-# number n, (k, operator) folds the last k values with "+", "-", "*" or "/".
-OPERAND, WHOLE = -1, -2
-Step = tuple[int, int | str]
+# How a formula computes its value from its operands' exact printed values.
+Compute = Callable[[list[Ratio]], Ratio]
+
+
+def _add(a: Ratio, b: Ratio) -> Ratio:
+    (n, d), (m, e) = a, b
+    return (n + m, d) if d == e else (n * e + m * d, d * e)
+
+
+def _sum(values: Iterable[Ratio]) -> Ratio:
+    return reduce(_add, values)
+
+
+def _sub(a: Ratio, b: Ratio) -> Ratio:
+    (n, d), (m, e) = a, b
+    return (n - m, d) if d == e else (n * e - m * d, d * e)
+
+
+def _mul(a: Ratio, b: Ratio) -> Ratio:
+    return a[0] * b[0], a[1] * b[1]
+
+
+def _div(a: Ratio, b: Ratio) -> Ratio:
+    (n, d), (m, e) = a, b
+    return (n * e, d * m) if m > 0 else (-n * e, -d * m)  # the denominator stays positive
 
 
 def _negative(value: Number) -> bool:
@@ -41,19 +63,19 @@ def _whole(n: int) -> str:
 
 class Formula:
     """An expression taken apart: its operands, the text around them (``pieces``: a string, or
-    the index of the operand printed there) and the postfix ``steps`` that compute its value,
-    so that each digit count only prints the operands, adds and multiplies ints, and joins.
+    the index of the operand printed there) and how it computes its value, so that each digit
+    count only prints the operands, adds and multiplies ints, and joins.
 
     A negative operand after an operator prints in parentheses: 2×(−1), 3 + (−1), (−1 − (−2)).
     """
 
-    __slots__ = ("pieces", "scales", "steps", "units", "values", "wrapped")
+    __slots__ = ("compute", "pieces", "scales", "units", "values", "wrapped")
 
     def __init__(
         self,
         values: list[Number],
         pieces: list[str | int],
-        steps: list[Step],
+        compute: Compute,
         opening: tuple[int, ...] = (0,),
         units: tuple[tuple[str, Ratio | None], ...] = (),
     ) -> None:
@@ -61,7 +83,7 @@ class Formula:
         unit and its scale to the line's base unit (1 µs = 10⁻⁶ s), where operands have one."""
         self.values = values
         self.pieces = pieces
-        self.steps = steps
+        self.compute = compute
         self.wrapped = [i not in opening and _negative(v) for i, v in enumerate(values)]
         self.units = [f" {name}" for name, _ in units] if units else None
         self.scales = [scale for _, scale in units] if units else None
@@ -72,16 +94,14 @@ class Formula:
         pieces: list[str | int] = [0]
         for index in range(1, len(values)):
             pieces += (" + ", index)
-        steps: list[Step] = [(OPERAND, i) for i in range(len(values))]
-        steps.append((len(values), "+"))
-        return cls(list(values), pieces, steps)
+        return cls(list(values), pieces, _sum)
 
     @classmethod
     def mean(cls, values: Sequence[Number], count: int) -> "Formula":
         """``(a + b + …) / P``."""
         form = cls.total(values)
         form.pieces = ["(", *form.pieces, f") / {_whole(count)}"]
-        form.steps += ((WHOLE, count), (2, "/"))
+        form.compute = lambda v: _div(_sum(v), (count, 1))
         return form
 
     @classmethod
@@ -89,59 +109,44 @@ class Formula:
         cls, weights: Sequence[Number], values: Sequence[Number], total: Number
     ) -> "Formula":
         """``(n₀×a + n₁×b + …) / N``."""
-        operands: list[Number] = []
+        operands = [x for pair in zip(weights, values, strict=True) for x in pair]
         pieces: list[str | int] = ["("]
-        steps: list[Step] = []
-        for index, (weight, value) in enumerate(zip(weights, values, strict=True)):
-            if index:
-                pieces.append(" + ")
-            pieces += (2 * index, TIMES, 2 * index + 1)
-            operands += (weight, value)
-            steps += ((OPERAND, 2 * index), (OPERAND, 2 * index + 1), (2, "*"))
-        last = len(operands)
-        operands.append(total)
-        pieces += (") / ", last)
-        steps += ((len(weights), "+"), (OPERAND, last), (2, "/"))
-        return cls(operands, pieces, steps)
+        for index in range(0, len(operands), 2):
+            pieces += (" + ", index, TIMES, index + 1) if index else (index, TIMES, index + 1)
+        pieces += (") / ", len(operands))
+
+        def compute(v: list[Ratio]) -> Ratio:
+            return _div(_sum(map(_mul, v[:-1:2], v[1:-1:2])), v[-1])
+
+        return cls([*operands, total], pieces, compute)
 
     @classmethod
     def product(cls, a: Number, b: Number) -> "Formula":
         """``a×b``."""
-        return cls([a, b], [0, TIMES, 1], [(OPERAND, 0), (OPERAND, 1), (2, "*")])
+        return cls([a, b], [0, TIMES, 1], lambda v: _mul(v[0], v[1]))
 
     @classmethod
     def share(cls, count: int, part: Number, total: Number) -> "Formula":
         """``P×n / N``."""
-        return cls(
-            [part, total],
-            [_whole(count) + TIMES, 0, " / ", 1],
-            [(WHOLE, count), (OPERAND, 0), (2, "*"), (OPERAND, 1), (2, "/")],
-            opening=(),
-        )
+        pieces: list[str | int] = [_whole(count) + TIMES, 0, " / ", 1]
+        return cls([part, total], pieces, lambda v: _div(_mul((count, 1), v[0]), v[1]), ())
 
     @classmethod
     def difference(cls, a: Number, b: Number) -> "Formula":
         """``a − b``."""
-        return cls([a, b], [0, f" {MINUS} ", 1], [(OPERAND, 0), (OPERAND, 1), (2, "-")])
+        return cls([a, b], [0, f" {MINUS} ", 1], lambda v: _sub(v[0], v[1]))
 
     @classmethod
     def step(cls, w: Number, eta: Number, gradient: Number) -> "Formula":
         """``w − η×g``."""
-        return cls(
-            [w, eta, gradient],
-            [0, f" {MINUS} ", 1, TIMES, 2],
-            [(OPERAND, 0), (OPERAND, 1), (OPERAND, 2), (2, "*"), (2, "-")],
-        )
+        pieces: list[str | int] = [0, f" {MINUS} ", 1, TIMES, 2]
+        return cls([w, eta, gradient], pieces, lambda v: _sub(v[0], _mul(v[1], v[2])))
 
     @classmethod
     def scaled_difference(cls, eta: Number, a: Number, b: Number) -> "Formula":
         """``η×(a − b)``."""
-        return cls(
-            [eta, a, b],
-            [0, f"{TIMES}(", 1, f" {MINUS} ", 2, ")"],
-            [(OPERAND, 0), (OPERAND, 1), (OPERAND, 2), (2, "-"), (2, "*")],
-            opening=(0, 1),
-        )
+        pieces: list[str | int] = [0, f"{TIMES}(", 1, f" {MINUS} ", 2, ")"]
+        return cls([eta, a, b], pieces, lambda v: _mul(v[0], _sub(v[1], v[2])), (0, 1))
 
     @classmethod
     def ring(
@@ -155,44 +160,29 @@ class Formula:
         """``2×(P − 1)×(α µs + payload / (P×bandwidth GB/s))``: a ring all-reduce's time in
         seconds, the payload in ``payload_unit`` (its name and scale to bytes)."""
         p = _whole(ranks)
+
+        def compute(v: list[Ratio]) -> Ratio:
+            steps = _mul((2, 1), _sub((ranks, 1), (1, 1)))
+            return _mul(steps, _add(v[0], _div(v[1], _mul((ranks, 1), v[2]))))
+
         return cls(
             [alpha_us, payload, gbps],
             [f"2{TIMES}({p} {MINUS} 1){TIMES}(", 0, " + ", 1, f" / ({p}{TIMES}", 2, "))"],
-            [
-                *((WHOLE, 2), (WHOLE, ranks), (WHOLE, 1), (2, "-")),
-                *((OPERAND, 0), (OPERAND, 1), (WHOLE, ranks), (OPERAND, 2), (2, "*")),
-                *((2, "/"), (2, "+"), (3, "*")),
-            ],
+            compute,
             units=(("µs", (1, 10**6)), payload_unit, ("GB/s", (10**9, 1))),
         )
 
     def value(self, forms: list[Printed]) -> Ratio:
         """The exact value of the expression as printed (each operand as its printed digits,
         in the line's base unit)."""
-        stack: list[Ratio] = []
-        scales = self.scales
-        for kind, item in self.steps:
-            if kind == OPERAND:
-                n, d = forms[item].value  # type: ignore[index]
-                scale = None if scales is None else scales[item]  # type: ignore[index]
-                stack.append((n, d) if scale is None else (n * scale[0], d * scale[1]))
-            elif kind == WHOLE:
-                stack.append((item, 1))  # type: ignore[arg-type]
-            else:
-                operands = stack[-kind:]
-                del stack[-kind:]
-                n, d = operands[0]
-                for m, e in operands[1:]:
-                    if item == "+":
-                        n, d = (n + m, d) if d == e else (n * e + m * d, d * e)
-                    elif item == "-":
-                        n, d = (n - m, d) if d == e else (n * e - m * d, d * e)
-                    elif item == "*":
-                        n, d = n * m, d * e
-                    else:  # keep the denominator positive
-                        n, d = (n * e, d * m) if m > 0 else (-n * e, -d * m)
-                stack.append((n, d))
-        return stack[0]
+        if self.scales is None:
+            return self.compute([form.value for form in forms])
+        return self.compute(
+            [
+                form.value if scale is None else _mul(form.value, scale)
+                for form, scale in zip(forms, self.scales, strict=True)
+            ]
+        )
 
     def render(self, forms: list[Printed]) -> str:
         units = self.units
