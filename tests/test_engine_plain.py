@@ -300,7 +300,7 @@ def test_means_that_sum_to_zero_as_written_have_a_plain_mean_of_zero() -> None:
     assert result.agreement.counted == Fraction(13870, 18000)  # 138.7 / 180, as written
     # N, both steps and their difference exactly, from the same numbers as written.
     g, eta = Fraction(1387, 1800), Fraction(9, 100)
-    assert result.exact == (180, 18 - eta * g, 18, eta * g)
+    assert [Fraction(*ratio) for ratio in result.exact] == [180, 18 - eta * g, 18, eta * g]
 
 
 def test_compensated_means_equal_as_written_are_equal_floats() -> None:

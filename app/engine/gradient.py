@@ -3,7 +3,6 @@
 import math
 from collections.abc import Sequence, Sized
 from dataclasses import dataclass, replace
-from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
@@ -16,18 +15,19 @@ from app.engine.checks import (
     quiet_overflow,
     ranked_items,
 )
-from app.engine.decimals import decimal_ratio
+from app.engine.decimals import Ratio, decimal_ratio
 from app.engine.errors import EngineError, renamed_fields
 from app.engine.verdicts import Agreement, ratio_float, weighted_means
 
 
 class Exact(NamedTuple):
-    """N, both steps and their difference exactly: a result's floats are these rounded once."""
+    """N, both steps and their difference exactly, as unreduced ratios (numerator, denominator
+    > 0): a result's floats are these rounded once."""
 
-    N: Fraction
-    w_new: Fraction
-    w_new_rank_mean: Fraction
-    w_new_difference: Fraction
+    N: Ratio
+    w_new: Ratio
+    w_new_rank_mean: Ratio
+    w_new_difference: Ratio
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +193,7 @@ def from_means(
         influence_rank_mean=tuple(influence_rank_mean),
         warnings=warnings,
         agreement=exact.agreement,
-        exact=Exact(*[Fraction(*ratio) for ratio in ratios[2:]]),
+        exact=Exact(*ratios[2:]),
     )
 
 

@@ -40,7 +40,8 @@ def figures(result: GradientResult, printer: Printer) -> Figures:
     digits = distinct_digits([rounded for rounded, _ in steps])
     # A step that rounds to 0 shows its exact value where that is not 0.
     shown_w_new, shown_w_new_rank_mean = (
-        fmt(value if rounded == 0 and value else rounded, digits) for rounded, value in steps
+        fmt(Fraction(*value) if rounded == 0 and value[0] else rounded, digits)
+        for rounded, value in steps
     )
     return Figures(
         N=fmt(result.N),
@@ -48,7 +49,7 @@ def figures(result: GradientResult, printer: Printer) -> Figures:
         rank_mean_gradient=shown_rank_mean,
         w_new=shown_w_new,
         w_new_rank_mean=shown_w_new_rank_mean,
-        w_new_difference=fmt(exact.w_new_difference),
+        w_new_difference=fmt(Fraction(*exact.w_new_difference)),
     )
 
 
@@ -80,8 +81,7 @@ def lines(result: GradientResult) -> Lines:
     g, rank_mean = result.agreement.counted, result.agreement.plain
     counts, means, ranks = list(result.counts), list(result.means), result.P
     factors, compensated = result.scale_factors, result.compensated_means
-    exact = result.exact
-    total = exact.N
+    total, w_new, w_new_rank_mean, difference = (Fraction(*ratio) for ratio in result.exact)
     printer = Printer()
 
     def line(form: Formula, value: Fraction | float) -> str:
@@ -92,11 +92,9 @@ def lines(result: GradientResult) -> Lines:
         g=line(Formula.weighted_mean(counts, means, total), g),
         rank_mean=line(Formula.mean(means, ranks), rank_mean),
         compensated=line(Formula.mean(compensated, ranks), g),
-        w_new=line(Formula.step(result.w, result.eta, g), exact.w_new),
-        w_new_rank_mean=line(Formula.step(result.w, result.eta, rank_mean), exact.w_new_rank_mean),
-        difference=line(
-            Formula.scaled_difference(result.eta, g, rank_mean), exact.w_new_difference
-        ),
+        w_new=line(Formula.step(result.w, result.eta, g), w_new),
+        w_new_rank_mean=line(Formula.step(result.w, result.eta, rank_mean), w_new_rank_mean),
+        difference=line(Formula.scaled_difference(result.eta, g, rank_mean), difference),
         factors=tuple(
             [line(Formula.share(ranks, counts[r], total), factors[r]) for r in range(ranks)]
         ),
