@@ -69,6 +69,19 @@ def test_a_negative_gradient_after_an_operator_is_in_parentheses() -> None:
     assert write(Formula.step(-1.0, 0.5, 2.0), Fraction(-2)).expression == "−1 − 0.5×2"
 
 
+def test_a_step_to_exactly_zero_prints_its_repeating_gradient_as_a_fraction() -> None:
+    # g = (1×(−3) + 2×2 + 3×(−3)) / 6 = −4/3 and w − η·g = −2 + 1.5×4/3 = 0 exactly: no decimal
+    # of −4/3 makes the line hold with its true result 0 (it printed "= −5×10⁻⁶⁰").
+    result = from_means([1, 2, 3], [-3.0, 2.0, -3.0], eta=1.5, w=-2.0)
+    worked = lines(result)
+    assert worked.w_new == "−2 − 1.5×(−4/3) = 0"
+    assert worked.w_new_rank_mean == "−2 − 1.5×(−4/3) = 0"
+    # A positive fraction is bracketed too, so that it never reads as a division of the line.
+    step = write(Formula.step(Fraction(1), Fraction(3, 2), Fraction(2, 3)), Fraction(0))
+    assert str(step) == "1 − 1.5×(2/3) = 0"
+    check_line(str(step))
+
+
 # A minus sign right after an operator, with no parenthesis of its own: "0.1×−2.5", "3 + −1".
 BARE_NEGATIVE = re.compile(r"[×/+]\s?−|\s−\s−")
 

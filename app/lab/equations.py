@@ -23,6 +23,7 @@ from app.lab.numbers import (
     Printer,
     Ratio,
     fmt,
+    fraction_printed,
 )
 
 # How a formula computes its value from its operands' exact printed values.
@@ -191,7 +192,7 @@ class Formula:
         else:
             texts = [form.text + name for form, name in zip(forms, units, strict=True)]
         for index, wrap in enumerate(self.wrapped):
-            if wrap:
+            if wrap or "/" in forms[index].text:  # a fraction is one operand, not a division
                 texts[index] = f"({texts[index]})"
         return "".join([piece if isinstance(piece, str) else texts[piece] for piece in self.pieces])
 
@@ -270,6 +271,15 @@ def write(
                     or holds(exact, answer._replace(half=(0, 1)), scale)
                 ):
                     return _line(form, forms, answer.text + suffix, digits)
+    # An operand whose decimals never end leaves no decimal line that holds with an exact
+    # result (-2 - 1.5*(-4/3) = 0): such operands print as their fraction.
+    fractions = [fraction_printed(value) for value in values]
+    if any(fractions):
+        for digits in range(DIGITS, most + 1):
+            forms = [f or show(v, digits) for f, v in zip(fractions, values, strict=True)]
+            answer = show(shown_result, digits)
+            if holds(form.value(forms), answer, scale):
+                return _line(form, forms, answer.text + suffix, digits)
     forms = [show(value, most) for value in values]
     reached = Fraction(*form.value(forms))
     if unit is not None:

@@ -197,6 +197,22 @@ def _small_fraction(value: float) -> Ratio | None:
     return p, q
 
 
+def fraction_printed(value: Number) -> Printed | None:
+    """An exact value as p/q (−4/3) when its denominator is at most MAX_DENOMINATOR and its
+    decimals never end; else None. Only such an operand can keep a line from holding in
+    decimals: −2 − 1.5×(−4/3) = 0 holds, −2 − 1.5×(−1.33333) = 0 does not at any length."""
+    if type(value) is not Fraction or value.denominator > MAX_DENOMINATOR:
+        return None
+    rest = value.denominator
+    for prime in (2, 5):
+        while rest % prime == 0:
+            rest //= prime
+    if rest == 1:
+        return None
+    p, q = value.numerator, value.denominator
+    return Printed(f"{MINUS if p < 0 else ''}{abs(p)}/{q}", (p, q), (0, 1))
+
+
 class Printer:
     """The printed forms of one request's numbers: its lines, figures and columns share
     operands (a count appears in N, g and its factor), so each prints once per digit count.
