@@ -1,5 +1,6 @@
 """Gradient accumulation in the lab: microbatches cut from the items form, checked exactly."""
 
+import re
 from fractions import Fraction
 
 import pytest
@@ -79,3 +80,37 @@ def test_the_default_stays_out_of_the_address(client: TestClient) -> None:
     assert "acc_m" not in url
     url = client.get(f"/lab?{HEAVY}&acc_m=3", headers=headers).headers["X-Lab-Url"]
     assert url.endswith("&acc_m=3")
+
+
+def verdict(client: TestClient, query: str) -> str:
+    page = BeautifulSoup(client.get(f"/?{query}").text, "html.parser")
+    found = page.select_one(".lab-accumulation .lab-verdict")
+    assert found is not None
+    return " ".join(found.get_text(" ", strip=True).split())
+
+
+def test_the_verdict_gives_both_gradients_and_why_they_differ(client: TestClient) -> None:
+    # As above: naive 5/4, window 7/5; rank 1's second microbatch is empty.
+    said = verdict(client, f"{HEAVY}&acc_m=2")
+    match = re.fullmatch(
+        r"The naive average gives (\S+) instead of (\S+) \((\S+) lower\): it weights each"
+        r" microbatch by 1/\(P·M_r\), not each item, and it counts each empty microbatch as a"
+        r" mean of 0\. After the update w new is (\S+) instead of (\S+)\.",
+        said,
+    )
+    assert match, said
+    naive, window, lower, w_naive, w_window = (Fraction(x) for x in match.groups())
+    assert (naive, window, lower) == (Fraction(5, 4), Fraction(7, 5), Fraction(3, 20))
+    assert (w_naive, w_window) == (10 - naive / 10, 10 - window / 10)
+
+
+def test_equal_means_agree_for_that_reason_not_for_equal_shares(client: TestClient) -> None:
+    # Every item's gradient is 10 - 9 = 1, in microbatches of 2, 1 (rank 0) and 1, 1 (rank 1):
+    # the counts are not in proportion to the naive weights, the means are all equal.
+    query = "targets=9,9,9;9,9&eta=0.1&w=10&steps=30&acc_m=2"
+    shown = figures(client, query)
+    assert shown["acc-naive"] == shown["acc-window"] == "1"
+    assert verdict(client, query) == (
+        "Both schemes agree here: every microbatch has the same mean gradient, so any"
+        " weighting of them gives that same mean."
+    )

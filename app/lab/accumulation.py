@@ -14,6 +14,7 @@ from app.lab.compute import item_lists
 from app.lab.fields import FieldError
 from app.lab.numbers import fmt
 from app.lab.query import last, params_of
+from app.lab.sentences import lab_verdict
 from app.lab.state import GradientRequest
 
 PARAM = "acc_m"
@@ -73,6 +74,7 @@ class AccumulationView:
     w_new_window: str
     difference: str
     agree: bool
+    verdict: str
     warnings: tuple[str, ...]
 
 
@@ -111,7 +113,7 @@ def view(result: AccumulationResult) -> AccumulationView:
         w_new_naive=fmt(result.w_new_naive),
         w_new_window=fmt(result.w_new_window),
         difference=fmt(result.w_new_difference),
-        agree=abs(result.naive_gradient - result.window_gradient)
-        <= 1e-12 * max(1.0, abs(result.window_gradient)),
+        agree=result.agreement.agree,
+        verdict=lab_verdict(result.agreement, microbatches=True),
         warnings=result.warnings,
     )

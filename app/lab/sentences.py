@@ -44,15 +44,20 @@ def reason(agreement: Agreement, *, microbatches: bool = False) -> str:
     return words
 
 
-def lab_verdict(agreement: Agreement, printer: Printer | None = None) -> str:
-    """The lab's verdict: that the plain rank mean equals g and why, or by how much it differs.
+def lab_verdict(
+    agreement: Agreement, printer: Printer | None = None, *, microbatches: bool = False
+) -> str:
+    """The lab's verdict: that the plain mean (of the ranks' means, or with ``microbatches`` the
+    naive average of microbatch means) equals g and why, or by how much it differs.
 
     The two means print from their exact values, with the fewest digits that show them apart
     and make "x instead of y (d lower)" hold as printed. ``printer``: the request's, where the
     figures printed the same means.
     """
+    why = reason(agreement, microbatches=microbatches)
     if agreement.agree:
-        return f"Both schemes agree here: {reason(agreement)}."
+        return f"Both schemes agree here: {why}."
+    subject = "The naive average" if microbatches else "The plain rank mean"
     # "x instead of y (d lower)" is arithmetic too: x - y = d must hold as printed.
     plain, counted = agreement.plain, agreement.counted
     higher = plain > counted
@@ -64,11 +69,10 @@ def lab_verdict(agreement: Agreement, printer: Printer | None = None) -> str:
         # They differ past MOST_DIGITS digits (a count of 1e-250 items): no line can show the
         # difference, so the sentence says they print alike and gives the difference alone.
         return (
-            f"The plain rank mean gives {fmt(plain)} against g = {fmt(counted)}, alike to"
-            f" {line.digits} digits, yet {fmt(high - low)} {side}: {reason(agreement)}."
+            f"{subject} gives {fmt(plain)} against g = {fmt(counted)}, alike to"
+            f" {line.digits} digits, yet {fmt(high - low)} {side}: {why}."
         )
     shown_plain, shown_counted = (shown_high, shown_low) if higher else (shown_low, shown_high)
     return (
-        f"The plain rank mean gives {shown_plain} instead of"
-        f" {shown_counted} ({line.result} {side}): {reason(agreement)}."
+        f"{subject} gives {shown_plain} instead of {shown_counted} ({line.result} {side}): {why}."
     )
