@@ -94,7 +94,7 @@ def test_the_verdict_gives_both_gradients_and_why_they_differ(client: TestClient
     said = verdict(client, f"{HEAVY}&acc_m=2")
     match = re.fullmatch(
         r"The naive average gives (\S+) instead of (\S+) \((\S+) lower\): it weights each"
-        r" microbatch by 1/\(P·M_r\), not each item, and it counts each empty microbatch as a"
+        r" microbatch by 1/\(P·Mᵣ\), not each item, and it counts each empty microbatch as a"
         r" mean of 0\. After the update w new is (\S+) instead of (\S+)\.",
         said,
     )

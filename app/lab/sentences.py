@@ -23,14 +23,14 @@ _RANKS: dict[Reason, str] = {
 }
 _MICROBATCHES: dict[Reason, str] = {
     "one entry": "there is one microbatch, so every average of microbatch means is its mean",
-    "proportional counts": "each microbatch's count is in proportion to the weight 1/(P·M_r)"
+    "proportional counts": "each microbatch's count is in proportion to the weight 1/(P·Mᵣ)"
     " the naive average gives it, so the naive average is the window's item mean",
     "equal means": "every microbatch has the same mean gradient, so any weighting of them"
     " gives that same mean",
     "zero means": "every microbatch with items has mean gradient 0, so both means are 0",
     "coincidence": "the counts and the means differ, yet the two weightings happen to give"
     " the same value",
-    "unequal counts": "it weights each microbatch by 1/(P·M_r), not each item",
+    "unequal counts": "it weights each microbatch by 1/(P·Mᵣ), not each item",
     "empty entries": "it counts each empty microbatch as a mean of 0",
 }
 
