@@ -6,7 +6,6 @@ from itertools import pairwise
 import pytest
 
 from app.engine import from_means
-from app.lab.numbers import fmt
 from app.lab.pictures import (
     AXIS_Y,
     DOT_RADIUS,
@@ -47,7 +46,7 @@ def _x(line: object, index: int) -> float:
 
 def test_number_line_dot_area_is_the_count_and_marks_sit_at_g_and_the_rank_mean() -> None:
     result = from_means((2.0, 6.0), (1.0, 3.0), eta=0.1, w=10.0)
-    line = number_line(result, fmt)
+    line = number_line(result)
     small, big = (float(d.r) for d in line.dots)
     assert big == pytest.approx(DOT_RADIUS)
     assert (small / big) ** 2 == pytest.approx(2 / 6, rel=1e-3)  # area ∝ count
@@ -63,7 +62,7 @@ def test_number_line_dot_area_is_the_count_and_marks_sit_at_g_and_the_rank_mean(
 
 def test_number_line_labels_stay_inside_the_frame() -> None:
     result = from_means((1.0, 60.0), (-1000.0, 3.0), eta=0.1, w=10.0)
-    line = number_line(result, fmt)
+    line = number_line(result)
     for mark in line.markers:
         half = len(mark.label) * 8 / 2
         x = float(mark.label_x)
@@ -78,7 +77,7 @@ def test_number_line_labels_stay_inside_the_frame() -> None:
 
 def test_an_empty_rank_is_a_ring_at_zero() -> None:
     result = from_means((2.0, 6.0, 0.0), (1.0, 3.0, 5.0), eta=0.1, w=10.0)
-    line = number_line(result, fmt)
+    line = number_line(result)
     empty = line.dots[2]
     assert empty.empty
     assert "counted as 0" in empty.title
@@ -86,7 +85,7 @@ def test_an_empty_rank_is_a_ring_at_zero() -> None:
 
 def test_number_line_ticks_are_round_values_in_order_inside_the_line() -> None:
     result = from_means((2.0, 6.0), (1.0, 3.0), eta=0.1, w=10.0)
-    ticks = number_line(result, fmt).ticks
+    ticks = number_line(result).ticks
     assert len(ticks) >= 3
     xs = [float(x) for x, _ in ticks]
     assert xs == sorted(xs)

@@ -11,7 +11,8 @@ import pytest
 from app.engine import GradientResult, from_means
 from app.lab.equations import Formula, write
 from app.lab.numbers import Printer
-from app.lab.worked import Lines, column, figures, lines, verdict
+from app.lab.sentences import lab_verdict
+from app.lab.worked import Lines, column, figures, lines
 from tests.lab_states import as_written
 from tests.test_truth import check_line, read_number
 
@@ -51,7 +52,7 @@ def test_the_lessons_figures_and_verdict() -> None:
     shown = figures(LESSON, printer)
     assert (shown.N, shown.global_gradient, shown.rank_mean_gradient) == ("4", "2.5", "2")
     assert (shown.w_new, shown.w_new_rank_mean, shown.w_new_difference) == ("9.75", "9.8", "0.05")
-    assert verdict(LESSON, printer).startswith(
+    assert lab_verdict(LESSON.agreement, printer).startswith(
         "The plain rank mean gives 2 instead of 2.5 (0.5 lower): it weights each rank equally"
     )
     assert column(LESSON.scale_factors, exact=True) == ("0.5", "1.5")
@@ -80,6 +81,21 @@ def test_a_step_to_exactly_zero_prints_its_repeating_gradient_as_a_fraction() ->
     step = write(Formula.step(Fraction(1), Fraction(3, 2), Fraction(2, 3)), Fraction(0))
     assert str(step) == "1 − 1.5×(2/3) = 0"
     check_line(str(step))
+
+
+def test_means_apart_past_sixty_digits_print_beside_their_difference() -> None:
+    # Found by hypothesis: 1e-257 items of gradient 0 beside whole ranks make g differ from the
+    # rank mean 1/5 by about 1.6e-258; the figures printed both as 0.2 and the difference line
+    # read "η×(0.2 − 0.2) = 0".
+    result = from_means([2.0457989640115977e-257, 0, 0.5, 2, 0], [0, 0, 1.0, 0, 0], eta=1e-9, w=0)
+    g, rank_mean = result.agreement.counted, result.agreement.plain
+    shown = figures(result, Printer())
+    assert shown.rank_mean_gradient == "0.2"
+    assert shown.global_gradient == "0.2 − 1.63664×10⁻²⁵⁸"
+    assert round(float((rank_mean - g) * 10**258), 5) == 1.63664
+    worked = lines(result)
+    assert worked.difference == "1×10⁻⁹×((0.2 − 1.63664×10⁻²⁵⁸) − 0.2) = −1.63664×10⁻²⁶⁷"
+    check_line(worked.difference)
 
 
 # A minus sign right after an operator, with no parenthesis of its own: "0.1×−2.5", "3 + −1".

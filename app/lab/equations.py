@@ -22,6 +22,7 @@ from app.lab.numbers import (
     Printed,
     Printer,
     Ratio,
+    beside,
     fmt,
     fraction_printed,
 )
@@ -192,7 +193,7 @@ class Formula:
         else:
             texts = [form.text + name for form, name in zip(forms, units, strict=True)]
         for index, wrap in enumerate(self.wrapped):
-            if wrap or "/" in forms[index].text:  # a fraction is one operand, not a division
+            if wrap or "/" in forms[index].text or " " in forms[index].text:  # one operand
                 texts[index] = f"({texts[index]})"
         return "".join([piece if isinstance(piece, str) else texts[piece] for piece in self.pieces])
 
@@ -279,6 +280,22 @@ def write(
             forms = [f or show(v, digits) for f, v in zip(fractions, values, strict=True)]
             answer = show(shown_result, digits)
             if holds(form.value(forms), answer, scale):
+                return _line(form, forms, answer.text + suffix, digits)
+    # Operands that differ only past ``most`` digits print alike at any digit count: each
+    # prints beside its difference from that text, (0.2 - 1.6e-258), and the rest as usual.
+    forms = [show(value, most) for value in values]
+    printed_as: dict[str, set[Fraction]] = {}
+    for value, operand in zip(values, forms, strict=True):
+        printed_as.setdefault(operand.text, set()).add(Fraction(value))
+    if any(len(group) > 1 for group in printed_as.values()):
+        forms = [
+            beside(value, operand) if len(printed_as[operand.text]) > 1 else show(value, DIGITS)
+            for value, operand in zip(values, forms, strict=True)
+        ]
+        exact = form.value(forms)
+        for digits in range(DIGITS, most + 1):
+            answer = show(shown_result, digits)
+            if holds(exact, answer, scale):
                 return _line(form, forms, answer.text + suffix, digits)
     forms = [show(value, most) for value in values]
     reached = Fraction(*form.value(forms))

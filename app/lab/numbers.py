@@ -197,6 +197,18 @@ def _small_fraction(value: float) -> Ratio | None:
     return p, q
 
 
+def beside(value: Number, shown: Printed) -> Printed:
+    """``value`` as the text ``shown`` and its difference from it, for a value that prints
+    like another it differs from only past the digits shown: 0.2 − 1.63664×10⁻²⁵⁸."""
+    (n, q), rest = shown.value, Fraction(value) - Fraction(*shown.value)
+    if not rest:
+        return shown
+    d = printed(abs(rest))
+    (dn, dq), sign = d.value, 1 if rest > 0 else -1
+    text = f"{shown.text} {'+' if sign > 0 else MINUS} {d.text}"
+    return Printed(text, (n * dq + sign * dn * q, q * dq), d.half)
+
+
 def fraction_printed(value: Number) -> Printed | None:
     """An exact value as p/q (−4/3) when its denominator is at most MAX_DENOMINATOR and its
     decimals never end; else None. Only such an operand can keep a line from holding in

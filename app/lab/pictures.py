@@ -5,12 +5,12 @@ Geometry is in SVG viewBox units and every label is already text; templates only
 """
 
 import math
-from collections.abc import Callable
 from typing import NamedTuple
 
 from app.engine import GradientResult, Trajectory, trajectory
 from app.engine.decimals import decimal_ratio
 from app.lab.axes import CHAR_WIDTH, along, coordinate, nice_ceiling, widened
+from app.lab.numbers import fmt
 from app.lab.query import DEFAULT_STEPS
 from app.lab.state import GradientRequest
 
@@ -76,7 +76,7 @@ RANK_MEAN_LABEL_Y = f"{LINE_HEIGHT - 6:g}"
 LEFT, RIGHT, AXIS = coordinate(LINE_LEFT), coordinate(LINE_RIGHT), coordinate(AXIS_Y)
 
 
-def number_line(result: GradientResult, fmt: Callable[..., str]) -> NumberLine:
+def number_line(result: GradientResult) -> NumberLine:
     """Each rank's local mean ḡᵣ as a dot of area ∝ nᵣ, with g and the plain rank mean marked.
 
     An empty rank is drawn as a ring at 0, the value the plain rank mean counts for it.

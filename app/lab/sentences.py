@@ -6,7 +6,7 @@ Entries are ranks, or microbatches when gradient accumulation is compared.
 
 from app.engine.verdicts import Agreement, Reason
 from app.lab.equations import Formula, write
-from app.lab.numbers import MOST_DIGITS, Printer, fmt
+from app.lab.numbers import MOST_DIGITS, Printer
 
 _RANKS: dict[Reason, str] = {
     "one entry": "there is one rank, so the mean of the rank means is that rank's mean,"
@@ -65,13 +65,6 @@ def lab_verdict(
     side = "higher" if higher else "lower"
     line = write(Formula.difference(high, low), high - low, most=MOST_DIGITS, printer=printer)
     shown_high, shown_low = line.operands
-    if shown_high == shown_low:
-        # They differ past MOST_DIGITS digits (a count of 1e-250 items): no line can show the
-        # difference, so the sentence says they print alike and gives the difference alone.
-        return (
-            f"{subject} gives {fmt(plain)} against g = {fmt(counted)}, alike to"
-            f" {line.digits} digits, yet {fmt(high - low)} {side}: {why}."
-        )
     shown_plain, shown_counted = (shown_high, shown_low) if higher else (shown_low, shown_high)
     return (
         f"{subject} gives {shown_plain} instead of {shown_counted} ({line.result} {side}): {why}."

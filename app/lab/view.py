@@ -13,6 +13,7 @@ from app.lab.bar_charts import BarChart, counts_chart, influence_chart
 from app.lab.numbers import Printer, fmt, minus_signs
 from app.lab.path_chart import TrajectoryView, trajectory_view
 from app.lab.pictures import NumberLine, number_line
+from app.lab.sentences import lab_verdict
 from app.lab.state import GradientRequest, RingRequest
 from app.lab.worked import (
     Lines,
@@ -21,7 +22,6 @@ from app.lab.worked import (
     figures,
     lines,
     ring_words,
-    verdict,
 )
 
 ITEMS_SHOWN = 12
@@ -130,7 +130,7 @@ def lab_view(result: GradientResult) -> LabView:
     return LabView(
         **shown._asdict(),
         agree=result.agreement.agree,
-        verdict=verdict(result, printer),
+        verdict=lab_verdict(result.agreement, printer),
         warnings=tuple(minus_signs(text) for text in result.warnings),
         summary=(
             f"N {shown.N}: g {shown.global_gradient} against the rank mean"
@@ -141,7 +141,7 @@ def lab_view(result: GradientResult) -> LabView:
 
 def lab_charts(result: GradientResult, path: Trajectory) -> LabCharts:
     """The pictures' view of one engine result and its SGD paths."""
-    return LabCharts(number_line(result, fmt), trajectory_view(path))
+    return LabCharts(number_line(result), trajectory_view(path))
 
 
 def lab_details(result: GradientResult, state: GradientRequest) -> LabDetails:

@@ -12,8 +12,14 @@ from typing import NamedTuple
 
 from app.engine import GradientResult, RingCost
 from app.lab.equations import Formula, write
-from app.lab.numbers import MOST_DIGITS, Printer, distinct_digits, fmt, fmt_distinct
-from app.lab.sentences import lab_verdict
+from app.lab.numbers import (
+    MOST_DIGITS,
+    Printer,
+    beside,
+    distinct_digits,
+    fmt,
+    fmt_distinct,
+)
 
 # ---- one update ------------------------------------------------------------------------------
 
@@ -35,6 +41,12 @@ def figures(result: GradientResult, printer: Printer) -> Figures:
     where the exact step is not 0. ``printer``: the request's, shared with the verdict."""
     g, rank_mean = result.agreement.counted, result.agreement.plain
     shown_g, shown_rank_mean = fmt_distinct((g, rank_mean), MOST_DIGITS, printer)
+    if shown_g == shown_rank_mean and g != rank_mean:
+        # They differ past MOST_DIGITS digits (a count of 1e-250 items beside whole ones): each
+        # prints as that text and by how much it differs from it, so they never read alike.
+        shown_g, shown_rank_mean = (
+            beside(value, printer(value, MOST_DIGITS)).text for value in (g, rank_mean)
+        )
     exact = result.exact
     steps = ((result.w_new, exact.w_new), (result.w_new_rank_mean, exact.w_new_rank_mean))
     digits = distinct_digits([rounded for rounded, _ in steps])
@@ -116,11 +128,6 @@ def column(
     show = Printer() if printer is None else printer
     digits = distinct_digits(values, printer=show)
     return tuple([show.exact(value, digits) for value in values])
-
-
-def verdict(result: GradientResult, printer: Printer) -> str:
-    """The verdict, its means printed by the request's ``printer`` (as the figures)."""
-    return lab_verdict(result.agreement, printer)
 
 
 # ---- ring all-reduce -------------------------------------------------------------------------
