@@ -75,8 +75,8 @@ def read_number(text: str) -> tuple[Fraction, Fraction]:
     beside = re.fullmatch(r"(\S+) ([+−]) (\S+)", text)
     if beside:
         base, sign, rest = beside.groups()
-        difference, half = read_number(rest)
-        return read_number(base)[0] + (difference if sign == "+" else -difference), half
+        (value, base_half), (difference, half) = read_number(base), read_number(rest)
+        return value + (difference if sign == "+" else -difference), base_half + half
     if re.fullmatch(r"−?\d+/\d+", text):
         p, q = text.lstrip("−").split("/")
         value = Fraction(int(p), int(q))
@@ -277,6 +277,16 @@ PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 @example(
     state=([2.0457989640115977e-257, 0.0, 0.5, 2.0, 0.0], [0.0, 0.0, 1.0, 0.0, 0.0], 1e-09, 0.0)
 )
+@example(
+    state=(
+        [2.0457989640115977e-257, 0.0, 0.5, 2.0, 0.0],
+        [0.0, 0.0, 1.0, 0.0, 0.0],
+        0.0207491395,
+        0.0,
+    )
+)
+# Two means whose decimals never end, each nearly as far from the 60 digits they share.
+@example(state=([1.0, 2.0, 1e-250], [0.1, 0.2, 0.2], 1e-09, 0.0))
 def test_verdict_figures_and_lines_hold_for_any_means_state(
     state: tuple[list[float], list[float], float, float],
 ) -> None:

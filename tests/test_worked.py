@@ -96,6 +96,17 @@ def test_means_apart_past_sixty_digits_print_beside_their_difference() -> None:
     worked = lines(result)
     assert worked.difference == "1×10⁻⁹×((0.2 − 1.63664×10⁻²⁵⁸) − 0.2) = −1.63664×10⁻²⁶⁷"
     check_line(worked.difference)
+    # A learning rate of more digits: the line still tells the means apart.
+    result = from_means(result.counts, result.means, eta=0.0207491395, w=0)
+    assert lines(result).difference == "0.0207491×((0.2 − 1.63664×10⁻²⁵⁸) − 0.2) = −3.3959×10⁻²⁶⁰"
+    # Neither mean is the 60 digits they share: g, nearer that text, keeps it, and the rank
+    # mean 1/6 prints beside its exact difference from g.
+    result = from_means([1, 2, 1e-250], [0.1, 0.2, 0.2], eta=1e-9, w=0)
+    shown = figures(result, Printer())
+    sixth = "0." + "1" + "6" * 58 + "7"
+    assert shown.global_gradient == sixth
+    assert shown.rank_mean_gradient == f"{sixth} − 1.11111×10⁻²⁵²"
+    check_line(lines(result).difference)
 
 
 # A minus sign right after an operator, with no parenthesis of its own: "0.1×−2.5", "3 + −1".

@@ -87,8 +87,3 @@ def ratio_sum(ratios: Iterable[Ratio]) -> Ratio:
         else:
             top, bottom = top * q + p * bottom, bottom * q
     return top, bottom
-
-
-def decimal_sum(ratios: Iterable[Ratio]) -> Fraction:
-    """The exact sum of ``decimal_ratio`` values, as a Fraction."""
-    return Fraction(*ratio_sum(ratios))

@@ -22,7 +22,7 @@ from app.lab.numbers import (
     Printed,
     Printer,
     Ratio,
-    beside,
+    apart,
     fmt,
     fraction_printed,
 )
@@ -272,31 +272,19 @@ def write(
                     or holds(exact, answer._replace(half=(0, 1)), scale)
                 ):
                     return _line(form, forms, answer.text + suffix, digits)
-    # An operand whose decimals never end leaves no decimal line that holds with an exact
-    # result (-2 - 1.5*(-4/3) = 0): such operands print as their fraction.
-    fractions = [fraction_printed(value) for value in values]
-    if any(fractions):
+    # Two kinds of operand no decimal can hold a line with: one whose decimals never end
+    # beside an exact result, printed as its fraction (-2 - 1.5*(-4/3) = 0), and different
+    # ones that print alike past ``most`` digits, told apart (0.2 and 0.2 + 1.6e-258).
+    fixed = {i: f for i, value in enumerate(values) if (f := fraction_printed(value))}
+    fixed |= apart(values, [show(value, most) for value in values])
+    if fixed:
         for digits in range(DIGITS, most + 1):
-            forms = [f or show(v, digits) for f, v in zip(fractions, values, strict=True)]
-            answer = show(shown_result, digits)
-            if holds(form.value(forms), answer, scale):
-                return _line(form, forms, answer.text + suffix, digits)
-    # Operands that differ only past ``most`` digits print alike at any digit count: each
-    # prints beside its difference from that text, (0.2 - 1.6e-258), and the rest as usual.
-    forms = [show(value, most) for value in values]
-    printed_as: dict[str, set[Fraction]] = {}
-    for value, operand in zip(values, forms, strict=True):
-        printed_as.setdefault(operand.text, set()).add(Fraction(value))
-    if any(len(group) > 1 for group in printed_as.values()):
-        forms = [
-            beside(value, operand) if len(printed_as[operand.text]) > 1 else show(value, DIGITS)
-            for value, operand in zip(values, forms, strict=True)
-        ]
-        exact = form.value(forms)
-        for digits in range(DIGITS, most + 1):
-            answer = show(shown_result, digits)
-            if holds(exact, answer, scale):
-                return _line(form, forms, answer.text + suffix, digits)
+            forms = [fixed.get(i) or show(value, digits) for i, value in enumerate(values)]
+            exact = form.value(forms)
+            for result_digits in range(digits, 2, -1):
+                answer = show(shown_result, result_digits)
+                if holds(exact, answer, scale):
+                    return _line(form, forms, answer.text + suffix, digits)
     forms = [show(value, most) for value in values]
     reached = Fraction(*form.value(forms))
     if unit is not None:

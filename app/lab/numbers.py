@@ -197,16 +197,35 @@ def _small_fraction(value: float) -> Ratio | None:
     return p, q
 
 
-def beside(value: Number, shown: Printed) -> Printed:
-    """``value`` as the text ``shown`` and its difference from it, for a value that prints
-    like another it differs from only past the digits shown: 0.2 − 1.63664×10⁻²⁵⁸."""
-    (n, q), rest = shown.value, Fraction(value) - Fraction(*shown.value)
-    if not rest:
-        return shown
-    d = printed(abs(rest))
-    (dn, dq), sign = d.value, 1 if rest > 0 else -1
-    text = f"{shown.text} {'+' if sign > 0 else MINUS} {d.text}"
-    return Printed(text, (n * dq + sign * dn * q, q * dq), d.half)
+def apart(values: Sequence[Number], forms: Sequence[Printed]) -> dict[int, Printed]:
+    """Different ``values`` whose ``forms`` print alike (they differ past the digits shown),
+    told apart, by index: in each such group the value nearest the shared text keeps it, and
+    every other prints as that text and its exact difference from that value (0.2 and
+    0.2 + 1.63664×10⁻²⁵⁸). Values that print apart are not in the result."""
+    groups: dict[str, list[int]] = {}
+    for index, form in enumerate(forms):
+        groups.setdefault(form.text, []).append(index)
+    told: dict[int, Printed] = {}
+    for text, members in groups.items():
+        exact = [Fraction(values[i]) for i in members]
+        if len(set(exact)) < 2:
+            continue
+        shared = Fraction(*forms[members[0]].value)
+        base = min(range(len(members)), key=lambda k: abs(exact[k] - shared))
+        rests = [value - exact[base] for value in exact]
+        digits = distinct_digits(rests, MOST_DIGITS)
+        (n, q), (hn, hq) = forms[members[base]].value, forms[members[base]].half
+        for index, rest in zip(members, rests, strict=True):
+            told[index] = forms[members[base]]
+            if rest:
+                d = printed(abs(rest), digits)
+                (dn, dq), (dhn, dhq), sign = d.value, d.half, 1 if rest > 0 else -1
+                told[index] = Printed(
+                    f"{text} {'+' if sign > 0 else MINUS} {d.text}",
+                    (n * dq + sign * dn * q, q * dq),
+                    (hn * dhq + dhn * hq, hq * dhq),
+                )
+    return told
 
 
 def fraction_printed(value: Number) -> Printed | None:

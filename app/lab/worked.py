@@ -15,7 +15,7 @@ from app.lab.equations import Formula, write
 from app.lab.numbers import (
     MOST_DIGITS,
     Printer,
-    beside,
+    apart,
     distinct_digits,
     fmt,
     fmt_distinct,
@@ -42,11 +42,10 @@ def figures(result: GradientResult, printer: Printer) -> Figures:
     g, rank_mean = result.agreement.counted, result.agreement.plain
     shown_g, shown_rank_mean = fmt_distinct((g, rank_mean), MOST_DIGITS, printer)
     if shown_g == shown_rank_mean and g != rank_mean:
-        # They differ past MOST_DIGITS digits (a count of 1e-250 items beside whole ones): each
-        # prints as that text and by how much it differs from it, so they never read alike.
-        shown_g, shown_rank_mean = (
-            beside(value, printer(value, MOST_DIGITS)).text for value in (g, rank_mean)
-        )
+        # They differ past MOST_DIGITS digits (a count of 1e-250 items beside whole ones).
+        means = (g, rank_mean)
+        told = apart(means, [printer(value, MOST_DIGITS) for value in means])
+        shown_g, shown_rank_mean = told[0].text, told[1].text
     exact = result.exact
     steps = ((result.w_new, exact.w_new), (result.w_new_rank_mean, exact.w_new_rank_mean))
     digits = distinct_digits([rounded for rounded, _ in steps])
