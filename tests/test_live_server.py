@@ -317,6 +317,12 @@ def test_a_stream_ends_when_its_feed_fails(tmp_path: Path) -> None:
                 await next_event(hosted)
                 service = app.state.live
                 service.snapshot = broken
+                # A stream joining the feed now cannot read the class: it ends cleanly (its
+                # page reconnects), not with an error that cuts the connection.
+                joining: asyncio.Queue[Event] = asyncio.Queue()
+                await asyncio.wait_for(
+                    follow(host, f"/class/{code}/events?view=screen", joining), 5
+                )
                 await host.post(f"/class/{code}/ask", data={"question": first.id})
                 await asyncio.wait_for(watcher, 5)  # the stream has ended
                 del service.snapshot

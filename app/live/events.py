@@ -75,19 +75,25 @@ class Feed:
                     seen = told.generation
                     self._offer(await self._read())
         except Exception:
-            # Not the database away (``_read`` waits for it): this feed will read nothing more,
-            # and its streams would wait for changes forever. They end instead, and their pages
-            # reconnect (EventSource does by itself) to a new feed.
-            log.exception("live class feed of class %s failed", self.class_id)
-            self.failed = True
-            self._ready.set()
-            self.changed.fire()
+            self._fail()
+
+    def _fail(self) -> None:
+        """Not the database away (``_read`` waits for it): this feed will read nothing more,
+        and its streams would wait for changes forever. They end instead, and their pages
+        reconnect (EventSource does by itself) to a new feed."""
+        log.exception("live class feed of class %s failed", self.class_id)
+        self.failed = True
+        self._ready.set()
+        self.changed.fire()
 
     async def confirm(self) -> Snapshot | None:
         """The class read now, not when this feed last looked: what a stream must see before it
         ends, since a student who has just joined (through another worker, or within the
         feed's gap) is missing from an older snapshot but not gone."""
-        self._offer(await self._read())
+        try:
+            self._offer(await self._read())
+        except Exception:
+            self._fail()
         return self.snapshot
 
     def _offer(self, latest: Snapshot | None) -> None:
@@ -111,7 +117,7 @@ class Feeds:
     async def follow(self, class_id: int) -> AsyncIterator[Feed]:
         feed = self.feeds.get(class_id)
         fresh = feed is None or feed.failed  # a failed feed's streams are ending: start anew
-        if feed is None or fresh:
+        if feed is None or fresh:  # (both: for the type checker)
             feed = self.feeds[class_id] = Feed(self.service, class_id)
         feed.holders += 1
         try:
@@ -121,7 +127,9 @@ class Feeds:
                 await feed._ready.wait()
                 # A stream (re)connecting starts from the database, not from what this feed last
                 # read: a change whose word never came (a replica killed before publishing) heals.
-                await feed.confirm()
+                # (A feed that failed meanwhile ends the stream: its page reconnects.)
+                if not feed.failed:
+                    await feed.confirm()
             yield feed
         finally:
             feed.holders -= 1
