@@ -6,7 +6,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from app.live.service import ClassState, LiveService, Snapshot, Student, lab_view
+from app.live.service import ClassState, LiveService, Snapshot, Student, shared_lab_view
 from app.live.view import (
     distribution,
     qr_svg,
@@ -79,7 +79,7 @@ def student_context(request: Request, state: ClassState, student: Student) -> di
         "ended": state.ended,
         "view": student_view(state, student),
         "lab": shared_lab(state.lab, state.lab_query, path),
-        "own_lab": shared_lab(lab_view(student.shared_query), student.shared_query, path),
+        "own_lab": shared_lab(shared_lab_view(student.shared_query), student.shared_query, path),
         "has_lab": state.lesson.parts.gradient_lab,
     }
 

@@ -64,12 +64,12 @@ class ClassState:
     @cached_property
     def lab(self) -> LabView | None:
         """The lab state shared with everyone."""
-        return lab_view(self.lab_query)
+        return shared_lab_view(self.lab_query)
 
     @cached_property
     def projected(self) -> LabView | None:
         """The lab state on the projector."""
-        return lab_view(self.screen_query)
+        return shared_lab_view(self.screen_query)
 
 
 @dataclass(frozen=True)
@@ -375,7 +375,7 @@ def answer_refusal(live: LiveClass, question_id: str) -> str:
     return ""
 
 
-def lab_view(query: str) -> LabView | None:
+def shared_lab_view(query: str) -> LabView | None:
     """The figures of a stored lab state ("": none)."""
     return lab_panel(dict(parse_qsl(query))).view if query else None
 

@@ -8,4 +8,13 @@
   }
   document.addEventListener("htmx:sseError", function () { mark(true); });
   document.addEventListener("htmx:sseOpen", function () { mark(false); });
+  // An answer that could not be stored (503) comes back as the student's part with the reason:
+  // shown where the answer was, like a 409 (base.html swaps those), not dropped by htmx.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    if (target && target.id === "class-live" && event.detail.xhr.status === 503) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
 })();
