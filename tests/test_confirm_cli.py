@@ -17,9 +17,11 @@ TORCHRUN = Path(sys.executable).parent / "torchrun"
 LESSON_FLAGS = ["--counts", "2,6", "--means", "1,3", "--eta", "0.1", "--w", "10"]
 
 
-def run(command: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    command: list[str], stdin: str | None = None, **settings: str
+) -> subprocess.CompletedProcess[str]:
     # One host: gloo on loopback, whatever the container's hostname resolves to.
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", **settings}
     return subprocess.run(
         command,
         cwd=ROOT,
@@ -74,3 +76,19 @@ def test_bad_input_exits_2_with_the_field_before_any_rank_starts() -> None:
     done = run([sys.executable, "-m", "app.confirm", "--targets", "1;2", "--eta", "0.1"])
     assert done.returncode == 2
     assert "w: Field required" in done.stderr
+
+
+@pytest.mark.parametrize("timeout", ["0", "-3", "nan", "inf"])
+def test_a_timeout_that_is_not_a_positive_number_exits_2_naming_it(timeout: str) -> None:
+    done = run([sys.executable, "-m", "app.confirm", *LESSON_FLAGS, "--timeout", timeout])
+    assert done.returncode == 2
+    assert "--timeout" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_bad_setting_of_the_environment_exits_2_naming_it() -> None:
+    settings = {"ATLAS_CONFIRM_START_TIMEOUT_S": "-1"}
+    done = run([sys.executable, "-m", "app.confirm", *LESSON_FLAGS], **settings)
+    assert done.returncode == 2
+    assert "ATLAS_CONFIRM_START_TIMEOUT_S" in done.stderr
+    assert "Traceback" not in done.stderr

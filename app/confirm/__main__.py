@@ -59,8 +59,16 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--weights", help="per-item weights, nested like --targets")
     cli.add_argument("--eta", type=float, help="learning rate η")
     cli.add_argument("--w", type=float, help="the shared parameter w")
-    cli.add_argument("--timeout", type=float, default=60.0, help="process group timeout, s")
+    cli.add_argument("--timeout", type=seconds, default=60.0, help="process group timeout, s")
     return cli
+
+
+def seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse names the option when this refuses)."""
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise ValueError(text)
+    return value
 
 
 def read_body(args: argparse.Namespace) -> dict[str, Any]:
@@ -165,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         result = asyncio.run(on_local_ranks(job, args.timeout))
     except (ConfirmError, WorkerFaultError) as exc:
         return fail(f"the run failed: {exc}")
+    except ValidationError as exc:  # an ATLAS_* setting of the environment the pool reads
+        named = (f"ATLAS_{str(error['loc'][0]).upper()}: {error['msg']}" for error in exc.errors())
+        return fail("; ".join(named))
     return report(job, notes, result, started)
 
 
