@@ -1,7 +1,9 @@
 """The torch.distributed confirmation: one cold job against the warm pool, and the pool's memory.
 
-Cold: ``python -m app.confirm`` (the CLI: a fresh pool of local ranks imports torch, joins its
-gloo groups, builds DDP, runs, exits), the lesson example on P = 2. Warm: ``POST /api/confirm``
+Cold: ``torchrun --nproc-per-node 2 -m app.confirm`` (fresh interpreters, each importing torch,
+joining a gloo group, building DDP, running and exiting: what one runs without a warm pool), the
+lesson example on P = 2. (``python -m app.confirm`` alone starts the server's own pool, so it is
+no baseline for the pool's first request.) Warm: ``POST /api/confirm``
 against a real uvicorn whose pool is up (cache off, every body distinct), on P = 2 and P = 8; the
 floor is ``GET /healthz`` on the same server in the same run. Also: launch to first ``/healthz``,
 launch to pool ready, the first confirmation sent right at launch, and the pool's RSS and PSS (from
@@ -39,13 +41,17 @@ def summary(samples: list[float]) -> dict[str, float]:
     return {"n": len(ordered), "median_ms": statistics.median(ordered), "p95_ms": p95}
 
 
+TORCHRUN = str(Path(sys.executable).parent / "torchrun")
+
+
 def cold_jobs(count: int) -> list[float]:
     times = []
     for _ in range(count):
         started = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "app.confirm", *LESSON_FLAGS],
+            [TORCHRUN, "--nproc-per-node", "2", "-m", "app.confirm", *LESSON_FLAGS],
             cwd=ROOT,
+            env={**os.environ, "GLOO_SOCKET_IFNAME": "lo"},  # one host: gloo on loopback
             check=True,
             capture_output=True,
         )
