@@ -126,6 +126,15 @@ def test_the_queue_takes_clients_in_turn_merges_twins_and_caps_each_client() -> 
                 assert scheduler.waiting == 4  # d's twin is not queued again
                 with pytest.raises(ConfirmBusyError, match="ATLAS_CONFIRM_CLIENT_LIMIT=2"):
                     await scheduler.submit(distinct(5), "A")
+
+                # Once a1 runs, A has one job running and one waiting: still its whole share.
+                async def a_served() -> None:
+                    while scheduler.serving != "A":
+                        await asyncio.sleep(0.001)
+
+                await asyncio.wait_for(a_served(), 90)
+                with pytest.raises(ConfirmBusyError, match="ATLAS_CONFIRM_CLIENT_LIMIT=2"):
+                    await scheduler.submit(distinct(6), "A")
                 cached = await asyncio.gather(*tasks)
                 # A's second job waits until B and C have had their turn.
                 assert finished[:4] == ["a1", "b1", "c1", "a2"]
