@@ -131,6 +131,8 @@ class Pool:
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")
         try:
+            # On the event loop's long-lived thread, never in a worker thread: rank 0 dies with
+            # the thread that started it (PR_SET_PDEATHSIG, worker.die_with), not the process.
             self._process = subprocess.Popen(
                 [
                     sys.executable,
