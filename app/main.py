@@ -24,7 +24,9 @@ from app.live import database
 from app.live import routes as live_routes
 from app.live.access import ParticipantKey
 from app.live.database import require_shared_key
+from app.live.deps import Redirect
 from app.live.lifecycle import running as live_class
+from app.live.service import RefusalError
 from app.routes import api, confirm, docs, health, lab, pages
 from app.routes import course as course_routes
 from app.settings import Settings, get_settings
@@ -158,6 +160,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(live_routes.router)
     for unreachable in database.HANDLED:
         app.add_exception_handler(unreachable, database.answer_unavailable)
+    app.add_exception_handler(RefusalError, live_routes.refused)
+    app.add_exception_handler(Redirect, live_routes.redirected)
     # Server-Sent Events are never compressed (Starlette leaves text/event-stream alone), so the
     # live class's stream is never held back.
     app.add_middleware(GZipMiddleware, minimum_size=500, compresslevel=GZIP_LEVEL)

@@ -108,10 +108,6 @@ class Settings(BaseSettings):
     """The live classes' database: 'postgresql://user:password@host:port/db' for several replicas
     (needs ATLAS_SECRET_KEY), or another SQLAlchemy URL with an async driver. Empty: SQLite in the
     data folder (classes.sqlite3)."""
-    redis_url: str = ""
-    """'redis://host:port/db': every change to a class is published there, and each replica tells
-    the streams it holds. Empty: the workers of one server find each other's changes through the
-    database."""
     instructor_password: str = ""
     """Password asked for when starting a class. Empty: anyone who reaches the server may start one
     (a laptop in a classroom), up to ATLAS_CLASS_LIMIT classes."""

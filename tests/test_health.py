@@ -29,7 +29,7 @@ def test_healthz_names_the_lesson_and_torch(client: TestClient) -> None:
         "torch_installed": importlib.util.find_spec("torch") is not None,
         "database": "sqlite",
         "database_reachable": True,
-        "redis": "off",
+        "changes": "polled",
     }
 
 

@@ -1,25 +1,31 @@
 """``GET /class/{CODE}/events``: the page's live parts as Server-Sent Events.
 
-On (re)connect the stream first sends what the page must show now, then each change: a dropped
-connection or a restarted server heals itself (Phoenix LiveView's and Hotwire's habit). One
-:class:`Feed` per class and worker reads each new snapshot once for all of that worker's streams,
-at most every ``MIN_GAP_S`` (500 answers in a second are a handful of reads, not 500); a
-student's stream renders only when what their page shows has changed.
+On (re)connect a stream first sends the whole of what its page shows now, then only what
+changed: a dropped connection or a restarted server heals itself (Phoenix LiveView's and
+Hotwire's habit). One :class:`Feed` per class and worker reads each new snapshot once for all
+of that worker's streams, at most every ``MIN_GAP_S`` (500 answers in a second are a handful of
+reads, not 500). :class:`Feeds` is the worker's one registry of the classes it follows.
 """
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 
-from app.live.broker import Signal
 from app.live.database import backoff, unreachable
-from app.live.pages import host_context, render, screen_context, student_context
+from app.live.notify import Signal
+from app.live.pages import (
+    host_changes,
+    host_whole,
+    render,
+    screen_context,
+    student_context,
+)
 from app.live.service import LiveService, Snapshot
+from app.live.store import Store
 from app.live.view import student_view
 
 log = logging.getLogger("atlas")
@@ -30,13 +36,16 @@ PING_S = 15
 class Feed:
     """One class's latest snapshot in this worker, shared by its streams."""
 
-    def __init__(self, service: LiveService, class_id: int) -> None:
+    def __init__(self, service: LiveService, store: Store, class_id: int) -> None:
         self.service = service
+        self.store = store
         self.class_id = class_id
         self.snapshot: Snapshot | None = None
-        self.changed = Signal()
+        self.told = Signal()  # the class changed in the database: read it again
+        self.changed = Signal()  # a new snapshot: the streams render it
         self.holders = 0
         self.failed = False
+        self._reading = asyncio.Lock()  # one read at a time: the last one read is the newest
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
 
@@ -56,7 +65,8 @@ class Feed:
         attempt = 0
         while True:
             try:
-                return await self.service.snapshot(self.class_id, for_feed=True)
+                async with self.store.feed_session() as session:
+                    return await self.service.snapshot(session, self.class_id)
             except Exception as error:
                 if not unreachable(error):
                     raise
@@ -65,15 +75,14 @@ class Feed:
 
     async def _follow(self) -> None:
         try:
-            async with self.service.broker.subscribe(self.class_id) as told:
-                seen = told.generation
-                self.snapshot = await self._read()
-                self._ready.set()
-                while self.snapshot is not None:
-                    seen = await told.wait(seen)
-                    await asyncio.sleep(MIN_GAP_S)  # what arrives meanwhile is read in one go
-                    seen = told.generation
-                    self._offer(await self._read())
+            seen = self.told.generation
+            await self.confirm()
+            self._ready.set()
+            while self.snapshot is not None and not self.failed:
+                await self.told.wait(seen)
+                await asyncio.sleep(MIN_GAP_S)  # what arrives meanwhile is read in one go
+                seen = self.told.generation
+                await self.confirm()
         except Exception:
             self._fail()
 
@@ -91,34 +100,42 @@ class Feed:
         ends, since a student who has just joined (through another worker, or within the
         feed's gap) is missing from an older snapshot but not gone."""
         try:
-            self._offer(await self._read())
+            async with self._reading:
+                latest = await self._read()
         except Exception:
             self._fail()
-        return self.snapshot
-
-    def _offer(self, latest: Snapshot | None) -> None:
-        """Keep ``latest`` if it is newer (versions only grow; None: the class is deleted)."""
-        current = self.snapshot
-        if current is None:
-            return
-        if latest is None or latest.version > current.version:
-            self.snapshot = latest
-            self.changed.fire()
+            return self.snapshot
+        if self._ready.is_set() and self.snapshot is None:
+            return None  # deleted: stays so
+        self.snapshot = latest
+        self.changed.fire()
+        return latest
 
 
-@dataclass
 class Feeds:
-    """This worker's feeds, one per class with a stream open."""
+    """This worker's feeds, one per class with a stream open: the classes it follows."""
 
-    service: LiveService
-    feeds: dict[int, Feed]
+    def __init__(self, service: LiveService, store: Store) -> None:
+        self.service = service
+        self.store = store
+        self.feeds: dict[int, Feed] = {}
+
+    def followed(self) -> list[int]:
+        return list(self.feeds)
+
+    def wake(self, class_ids: Iterable[int]) -> None:
+        """These classes changed: their feeds read them again."""
+        for class_id in class_ids:
+            feed = self.feeds.get(class_id)
+            if feed is not None:
+                feed.told.fire()
 
     @contextlib.asynccontextmanager
     async def follow(self, class_id: int) -> AsyncIterator[Feed]:
         feed = self.feeds.get(class_id)
         fresh = feed is None or feed.failed  # a failed feed's streams are ending: start anew
         if feed is None or fresh:  # (both: for the type checker)
-            feed = self.feeds[class_id] = Feed(self.service, class_id)
+            feed = self.feeds[class_id] = Feed(self.service, self.store, class_id)
         feed.holders += 1
         try:
             if fresh:
@@ -126,8 +143,7 @@ class Feeds:
             else:
                 await feed._ready.wait()
                 # A stream (re)connecting starts from the database, not from what this feed last
-                # read: a change whose word never came (a replica killed before publishing) heals.
-                # (A feed that failed meanwhile ends the stream: its page reconnects.)
+                # read: a change whose word never came (a replica killed before it) heals.
                 if not feed.failed:
                     await feed.confirm()
             yield feed
@@ -139,32 +155,32 @@ class Feeds:
                 await feed.stop()
 
 
-Renderer = Callable[[Snapshot], tuple[object, str, Callable[[], str]] | None]
+# What a stream sends for a snapshot: events, given the snapshot it sent last (None: the
+# whole page); None when the page has nothing left to show (the class or the student is gone).
+Render = Callable[[Snapshot, Snapshot | None], Iterator[ServerSentEvent] | None]
 
 
-def _stream(request: Request, class_id: int, render_now: Renderer) -> EventSourceResponse:
-    """Events from ``render_now(snapshot)`` → ``(key, event name, render)``: rendered and sent
-    only when the key differs from the last one sent; None ends the stream (the class or the
-    student is gone). A failed feed ends it without a word: the page reconnects."""
+def _stream(request: Request, class_id: int, render_now: Render) -> EventSourceResponse:
+    """Events from ``render_now``; a failed feed ends the stream without a word: the page
+    reconnects."""
     feeds: Feeds = request.app.state.live_feeds
 
     async def events() -> AsyncIterator[ServerSentEvent]:
         async with feeds.follow(class_id) as feed:
-            last: object = None
+            last: Snapshot | None = None
             seen = feed.changed.generation
             snapshot = feed.snapshot
             while not feed.failed:
-                made = render_now(snapshot) if snapshot is not None else None
+                made = render_now(snapshot, last) if snapshot is not None else None
                 if made is None:  # gone, unless the feed's snapshot is older than the stream
                     snapshot = await feed.confirm()
-                    made = render_now(snapshot) if snapshot is not None else None
+                    made = render_now(snapshot, last) if snapshot is not None else None
                 if made is None:
                     yield ServerSentEvent(data="", event="gone")
                     return
-                key, name, html = made
-                if key != last:
-                    last = key
-                    yield ServerSentEvent(data=html(), event=name)
+                for event in made:
+                    yield event
+                last = snapshot
                 seen = await feed.changed.wait(seen)
                 snapshot = feed.snapshot
 
@@ -175,35 +191,49 @@ def _stream(request: Request, class_id: int, render_now: Renderer) -> EventSourc
     )
 
 
-# The instructor's two views, each sent whole on every change: the template of its live part
-# and its context. A view's name is also its event's.
-VIEWS: dict[str, tuple[str, Callable[[Request, Snapshot], dict[str, object]]]] = {
-    "host": ("live/_host_live.html", host_context),
-    "screen": ("live/_screen_live.html", screen_context),
-}
+def host_stream(request: Request, class_id: int) -> EventSourceResponse:
+    """The dashboard: the whole live part first, then the parts that changed (the counts and
+    bars, the shared labs, each student's row that changed)."""
+
+    def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent]:
+        html = (
+            host_whole(request, snapshot) if last is None else host_changes(request, snapshot, last)
+        )
+        if html:
+            yield ServerSentEvent(data=html, event="host")
+
+    return _stream(request, class_id, lambda now, last: made(now, last))
 
 
-def view_stream(request: Request, class_id: int, view: str) -> EventSourceResponse:
-    """The dashboard's (``host``) or the projector's (``screen``) live part."""
-    template, context = VIEWS[view]
+def screen_stream(request: Request, class_id: int) -> EventSourceResponse:
+    """The projector: its live part whenever what it shows changed."""
 
-    def made(snapshot: Snapshot) -> tuple[object, str, Callable[[], str]]:
-        return (snapshot.version, view, lambda: render(template, context(request, snapshot)))
+    def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent]:
+        html = render("live/_screen_live.html", screen_context(request, snapshot))
+        if last is None or html != render("live/_screen_live.html", screen_context(request, last)):
+            yield ServerSentEvent(data=html, event="screen")
 
     return _stream(request, class_id, made)
 
 
 def student_stream(request: Request, class_id: int, participant_id: int) -> EventSourceResponse:
-    def made(snapshot: Snapshot) -> tuple[object, str, Callable[[], str]] | None:
+    """A student's page: rendered and sent only when what it shows has changed."""
+
+    def key(snapshot: Snapshot) -> tuple[object, ...] | None:
         student = snapshot.students.get(participant_id)
         if student is None:
             return None
         view = student_view(snapshot, student)
-        key = (view.key, snapshot.lab_query, student.shared_query, snapshot.ended)
-        return (
-            key,
-            "class",
-            lambda: render("live/_student_live.html", student_context(request, snapshot, student)),
-        )
+        return (view.key, snapshot.lab_query, student.shared_query, snapshot.ended)
+
+    def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent] | None:
+        now = key(snapshot)
+        if now is None:
+            return None
+        if last is not None and key(last) == now:
+            return iter(())
+        student = snapshot.students[participant_id]
+        html = render("live/_student_live.html", student_context(request, snapshot, student))
+        return iter((ServerSentEvent(data=html, event="class"),))
 
     return _stream(request, class_id, made)

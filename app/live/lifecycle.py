@@ -1,5 +1,6 @@
 """The live class's part of the server's life: open the store and migrate it, purge old classes
-(at start and daily), run the broker; and ``python -m app purge`` and ``migrate``."""
+(at start and daily), follow the other workers' changes; and ``python -m app purge`` and
+``migrate``."""
 
 import asyncio
 import contextlib
@@ -10,10 +11,9 @@ from typing import TypeVar
 from fastapi import FastAPI
 
 from app.lesson.course import ServedLessons
-from app.live.broker import Broker, PollingBroker
 from app.live.events import Feeds
 from app.live.migrate import revision, upgrade
-from app.live.redis_broker import RedisBroker
+from app.live.notify import source_for
 from app.live.service import LiveService
 from app.live.store import Store, database_url, purge
 from app.settings import Settings
@@ -27,42 +27,43 @@ def open_store(settings: Settings) -> Store:
     return Store(database_url(settings.database_url, settings.data_dir))
 
 
-async def _purge(service: LiveService, settings: Settings) -> None:
-    removed = await service.purge(settings.class_retention_days)
+async def _purge(db: Store, settings: Settings) -> None:
+    async with db.session() as session:
+        removed = await purge(session, settings.class_retention_days)
     if removed:
         log.info("deleted %d classes older than %g days", removed, settings.class_retention_days)
 
 
-async def _daily_purge(service: LiveService, settings: Settings) -> None:
+async def _daily_purge(db: Store, settings: Settings) -> None:
     while True:
         await asyncio.sleep(DAY_S)
         try:
-            await _purge(service, settings)
+            await _purge(db, settings)
         except Exception:  # logged; tomorrow tries again
             log.exception("the daily purge of old classes failed")
 
 
 @contextlib.asynccontextmanager
 async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> AsyncIterator[None]:
-    """The live class for the life of the server: ``app.state.live`` and its feeds."""
+    """The live class for the life of the server: ``app.state.live`` (the service),
+    ``live_store``, ``live_feeds`` (the classes this worker follows) and ``live_source``."""
     store = open_store(settings)
     await upgrade(store, settings.data_dir)
-    broker: Broker = (
-        RedisBroker(store, settings.redis_url) if settings.redis_url else PollingBroker(store)
-    )
-    service = LiveService(store, broker, course, settings.class_limit)
-    await _purge(service, settings)
-    app.state.live = service
-    app.state.live_feeds = Feeds(service, {})
-    await broker.start()
-    purging = asyncio.create_task(_daily_purge(service, settings), name="live-daily-purge")
+    service = LiveService(course, settings.class_limit)
+    await _purge(store, settings)
+    feeds = Feeds(service, store)
+    source = source_for(store, feeds.followed, feeds.wake)
+    app.state.live, app.state.live_store = service, store
+    app.state.live_feeds, app.state.live_source = feeds, source
+    await source.start()
+    purging = asyncio.create_task(_daily_purge(store, settings), name="live-daily-purge")
     try:
         yield
     finally:
         purging.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await purging
-        await broker.stop()
+        await source.stop()
         await store.close()
 
 

@@ -1,8 +1,9 @@
-"""The class's pages and their live parts, rendered from a snapshot: the same partial for the
-plain GET (the whole page, without JavaScript) and for the stream's events (htmx swaps it)."""
+"""The class's pages and their live parts, rendered from a snapshot: the same partials for the
+plain GET (the whole page, without JavaScript) and for the stream's events (htmx swaps them)."""
 
 from typing import Any
 
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
@@ -39,17 +40,22 @@ def join_url(request: Request, code: str) -> str:
     )
 
 
-def host_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
+def now_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
+    """The dashboard's counts, bars and shared labs (live/_host_now.html)."""
     path = lesson_path(request, snapshot)
     return {
         "request": request,
         "snapshot": snapshot,
         "status": status(snapshot),
         "distribution": distribution(snapshot),
-        "roster": roster(snapshot),
         "lab": shared_lab(snapshot.lab, snapshot.lab_query, path),
         "projected": shared_lab(snapshot.projected, snapshot.screen_query, path),
     }
+
+
+def host_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
+    """The dashboard's live part: the above and every student's row."""
+    return {**now_context(request, snapshot), "roster": roster(snapshot)}
 
 
 def screen_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
@@ -108,3 +114,43 @@ def host_page(request: Request, snapshot: Snapshot, **extra: Any) -> dict[str, A
         "questions": snapshot.lesson.rendered.questions,
         **extra,
     }
+
+
+# ---- the dashboard's stream: the whole live part once, then what changed ------------------
+
+
+def host_whole(request: Request, snapshot: Snapshot) -> str:
+    """The dashboard's whole live part, to replace what a (re)connecting page shows."""
+    html = render("live/_host_live.html", host_context(request, snapshot))
+    return f'<div id="host-live" hx-swap-oob="innerHTML">{html}</div>'
+
+
+def _question_id(snapshot: Snapshot) -> str | None:
+    return snapshot.question.question.id if snapshot.question else None
+
+
+def host_changes(request: Request, snapshot: Snapshot, last: Snapshot) -> str:
+    """What changed on the dashboard since ``last`` ("": nothing): the counts, bars and shared
+    labs when they changed, and the rows of the students who joined, answered, shared or left.
+    A row shows the current question's answer, so a new question sends the whole part, as does
+    the first student (the roster's table replaces "No one has joined yet")."""
+    if _question_id(snapshot) != _question_id(last) or bool(snapshot.students) != bool(
+        last.students
+    ):
+        return host_whole(request, snapshot)
+    now_html = render("live/_host_now.html", now_context(request, snapshot))
+    if now_html == render("live/_host_now.html", now_context(request, last)):
+        now_html = ""
+    now, before = snapshot.students, last.students
+    rows = roster(snapshot, [who for who, student in now.items() if before.get(who) != student])
+    if not (now_html or rows or len(before) > len(now) or before.keys() - now.keys()):
+        return ""
+    context = {
+        "request": request,
+        "code": snapshot.code,
+        "now_html": Markup(now_html),
+        "changed": [row for row in rows if row.id in before],
+        "joined": [row for row in rows if row.id not in before],
+        "left": [who for who in before if who not in now],
+    }
+    return render("live/_host_changes.html", context)

@@ -1,9 +1,12 @@
 """The live classes on disk: SQLAlchemy 2 models and every query the class makes.
 
-The database is the truth (ClassQuiz, PrairieLearn): an answer is stored before anyone is told,
-and every change bumps its class's ``version`` in the same transaction, which is what another
-worker polls for (app/live/broker.py). SQLite by default, in the data folder; any database
-SQLAlchemy reaches with an async driver works through the same queries and one Alembic history.
+The database is the truth (ClassQuiz, PrairieLearn): an answer is stored before anyone is told.
+Every change tells the other workers in its own transaction (:func:`change`): on PostgreSQL a
+``NOTIFY`` that the database delivers at commit, elsewhere a bump of the class's ``version``,
+which the workers of one host poll for (app/live/notify.py). SQLite by default, in the data
+folder; any database SQLAlchemy reaches with an async driver works through the same queries and
+one Alembic history. Deleting a class or a student deletes what hangs on it by the schema's
+declared cascades (SQLite enforces them with ``foreign_keys=ON``).
 """
 
 from collections.abc import AsyncIterator, Sequence
@@ -25,6 +28,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -38,6 +42,8 @@ from app.live.database import connect_args, engine_url
 
 SQLITE_FILE = "classes.sqlite3"
 PHASES = ("open", "paused", "revealed")
+NOTIFY_CHANNEL = "atlas_class_changed"
+CHANGED = "changed classes"  # the key in session.info
 
 
 def now() -> datetime:
@@ -135,12 +141,13 @@ def make_engine(url: str, pool_size: int = 5, max_overflow: int = 10) -> AsyncEn
 
 
 class Store:
-    """The engine and its sessions: one session per operation, committed or rolled back whole.
+    """The engine and its sessions: one session per request (app/live/deps.py), committed or
+    rolled back whole.
 
-    The reads that every open stream of a class waits on (its feed's snapshot, the broker's
-    version poll) go through connections of their own: behind a burst of student requests
-    queueing for the main pool (500 answers at once) they waited seconds, and with them every
-    dashboard and student page.
+    The reads that every open stream of a class waits on (its feed's snapshot, the version
+    poll) go through connections of their own: behind a burst of student requests queueing for
+    the main pool (500 answers at once) they waited seconds, and with them every dashboard and
+    student page.
     """
 
     def __init__(self, url: str) -> None:
@@ -178,13 +185,20 @@ async def count_classes(session: AsyncSession) -> int:
     return (await session.execute(select(func.count(LiveClass.id)))).scalar_one()
 
 
-async def bump(session: AsyncSession, class_id: int, **values: Any) -> None:
-    """Change the class row and its version together: the version tells the other workers."""
-    await session.execute(
-        update(LiveClass)
-        .where(LiveClass.id == class_id)
-        .values(version=LiveClass.version + 1, **values)
-    )
+async def change(session: AsyncSession, class_id: int, **values: Any) -> None:
+    """Change the class row (``values``, if any) and tell the other workers that the class
+    changed, in this transaction: PostgreSQL delivers a ``NOTIFY`` at commit (never for a
+    rollback), and on one host the class's ``version`` is what the other workers poll. A
+    change is also noted in ``session.info`` for this worker's own streams, told after commit.
+    """
+    row = update(LiveClass).where(LiveClass.id == class_id)
+    if session.get_bind().dialect.name == "postgresql":
+        if values:
+            await session.execute(row.values(**values))
+        await session.execute(select(func.pg_notify(NOTIFY_CHANNEL, str(class_id))))
+    else:
+        await session.execute(row.values(version=LiveClass.version + 1, **values))
+    session.info.setdefault(CHANGED, set()).add(class_id)
 
 
 async def participant_by_token(
@@ -218,14 +232,38 @@ async def nickname_taken(session: AsyncSession, class_id: int, key: str) -> bool
     return found.first() is not None
 
 
-async def answer_of(session: AsyncSession, participant_id: int, question: str) -> Answer | None:
-    return (
-        await session.execute(
-            select(Answer).where(
-                Answer.participant_id == participant_id, Answer.question == question
-            )
-        )
-    ).scalar_one_or_none()
+async def save_answer(
+    session: AsyncSession,
+    class_id: int,
+    participant_id: int,
+    question: str,
+    choice: int,
+    correct: bool,
+) -> None:
+    """The student's answer to ``question`` is ``choice`` now (the last one counts)."""
+    found = select(Answer).where(
+        Answer.participant_id == participant_id, Answer.question == question
+    )
+    for _ in range(2):
+        stored = (await session.execute(found)).scalar_one_or_none()
+        if stored is not None:
+            stored.choice, stored.correct, stored.answered_at = choice, correct, now()
+            return
+        try:
+            async with session.begin_nested():
+                session.add(
+                    Answer(
+                        class_id=class_id,
+                        participant_id=participant_id,
+                        question=question,
+                        choice=choice,
+                        correct=correct,
+                        answered_at=now(),
+                    )
+                )
+            return
+        except IntegrityError:  # two answers of one student at once: the second updates
+            continue
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,19 +322,5 @@ async def purge(session: AsyncSession, retention_days: float) -> int:
     ).scalars()
     ids = list(doomed)
     if ids:
-        # Explicitly, not only by cascade: a database without enforced foreign keys keeps none.
-        await session.execute(delete(Answer).where(Answer.class_id.in_(ids)))
-        await session.execute(delete(Participant).where(Participant.class_id.in_(ids)))
         await session.execute(delete(LiveClass).where(LiveClass.id.in_(ids)))
     return len(ids)
-
-
-async def delete_class(session: AsyncSession, class_id: int) -> None:
-    await session.execute(delete(Answer).where(Answer.class_id == class_id))
-    await session.execute(delete(Participant).where(Participant.class_id == class_id))
-    await session.execute(delete(LiveClass).where(LiveClass.id == class_id))
-
-
-async def remove_participant(session: AsyncSession, participant_id: int) -> None:
-    await session.execute(delete(Answer).where(Answer.participant_id == participant_id))
-    await session.execute(delete(Participant).where(Participant.id == participant_id))

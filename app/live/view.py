@@ -5,6 +5,7 @@ reach the host's view alone (the projector's view has no field that could hold o
 """
 
 import io
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -123,10 +124,12 @@ class RosterRow:
     shared: bool
 
 
-def roster(snapshot: Snapshot) -> tuple[RosterRow, ...]:
+def roster(snapshot: Snapshot, only: Iterable[int] | None = None) -> tuple[RosterRow, ...]:
+    """Every student's row in the order they joined, or only these students' rows."""
     qid = snapshot.question.question.id if snapshot.question else None
     rows = []
-    for student in snapshot.students.values():
+    chosen = snapshot.students.values() if only is None else [snapshot.students[w] for w in only]
+    for student in chosen:
         given = student.answers.get(qid) if qid else None
         right = sum(1 for _, correct in student.answers.values() if correct)
         rows.append(

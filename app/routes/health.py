@@ -9,8 +9,7 @@ from pydantic import BaseModel, Field
 from app.confirm.host import torch_installed
 from app.lesson.course import ServedLessons
 from app.live.database import reachable
-from app.live.redis_broker import RedisBroker
-from app.live.service import LiveService
+from app.live.notify import Listen, Source
 
 router = APIRouter(tags=["health"])
 
@@ -43,21 +42,23 @@ class Health(BaseModel):
         description="Where the live classes are kept (ATLAS_DATABASE_URL; SQLite by default)"
     )
     database_reachable: bool = Field(description="The database answered a query just now")
-    redis: Literal["off", "ok", "unreachable"] = Field(
-        description="The live classes' broker: off without ATLAS_REDIS_URL"
+    changes: Literal["polled", "listening", "unreachable"] = Field(
+        description="How this worker learns of the classes' changes made through the other"
+        " workers: polling the database's versions (SQLite), PostgreSQL's LISTEN, or that"
+        " LISTEN is lost (it reconnects by itself)"
     )
 
 
-async def _redis(live: LiveService) -> Literal["off", "ok", "unreachable"]:
-    if not isinstance(live.broker, RedisBroker):
-        return "off"
-    return "ok" if await live.broker.ping() else "unreachable"
+async def _changes(source: Source) -> Literal["polled", "listening", "unreachable"]:
+    if not await source.ping():
+        return "unreachable"
+    return "listening" if isinstance(source, Listen) else "polled"
 
 
 @router.get("/healthz", response_model=Health)
 async def healthz(request: Request) -> Health:
     """Liveness: the lessons served, records skipped, whether the torch extra is installed,
-    whether the classes' database and Redis answer (each within 2 s)."""
+    whether the classes' database answers (within 2 s) and how changes are followed."""
     course: ServedLessons = request.app.state.course
     root = request.scope.get("root_path", "").rstrip("/")
     lessons = [
@@ -70,11 +71,11 @@ async def healthz(request: Request) -> Health:
         for item in course.lessons
     ]
     only = course.lessons[0].lesson.record if len(course.lessons) == 1 else None
-    live: LiveService = request.app.state.live
-    dialect = live.db.engine.dialect.name
-    database_reachable = await reachable(live.db.engine)
-    redis = await _redis(live)
-    healthy = not course.skipped and database_reachable and redis != "unreachable"
+    engine = request.app.state.live_store.engine
+    dialect = engine.dialect.name
+    database_reachable = await reachable(engine)
+    changes = await _changes(request.app.state.live_source)
+    healthy = not course.skipped and database_reachable and changes != "unreachable"
     return Health(
         status="ok" if healthy else "degraded",
         lesson_id=only.id if only else None,
@@ -84,5 +85,5 @@ async def healthz(request: Request) -> Health:
         torch_installed=torch_installed(),
         database=dialect if dialect in ("sqlite", "postgresql") else "other",
         database_reachable=database_reachable,
-        redis=redis,
+        changes=changes,
     )
