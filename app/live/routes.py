@@ -453,12 +453,12 @@ async def class_answer(
     The live part back for htmx, else 303 to the student's page."""
     answer = {"question": form.question, "choice": form.choice}
     try:
-        student = await service.answer(session, live, participant, answer)
+        await service.answer(session, live, participant, answer)
     except RefusalError as error:
         student = await service.student(session, participant)
         return _student_page(request, live, student, service, error)
     if request.headers.get("HX-Request") == "true":
-        return _student_page(request, live, student, service)
+        return _student_page(request, live, await service.student(session, participant), service)
     return _see(request, "class_page", code=live.code)
 
 

@@ -304,9 +304,8 @@ class LiveService:
         live: LiveClass,
         participant: Participant,
         form: Mapping[str, Sequence[object]],
-    ) -> Student:
-        """Store the student's answer to the current question (their last one counts); the
-        student as their page shows them now."""
+    ) -> None:
+        """Store the student's answer to the current question (their last one counts)."""
         lesson = self.lesson_of(live)
         try:
             question, chosen = read_answer([q.question for q in lesson.rendered.questions], form)
@@ -316,11 +315,8 @@ class LiveService:
         if refusal:
             raise ConflictError(refusal, "question")
         correct = check(question, chosen).correct
-        student = await self.student(session, participant)
         await store.save_answer(session, live.id, participant.id, question.id, chosen, correct)
         await store.change(session, live.id)
-        answers = {**student.answers, question.id: (chosen, correct)}
-        return Student(student.id, student.nickname, student.shared_query, answers)
 
     async def share_own_lab(
         self,

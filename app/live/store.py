@@ -27,8 +27,9 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -240,30 +241,18 @@ async def save_answer(
     choice: int,
     correct: bool,
 ) -> None:
-    """The student's answer to ``question`` is ``choice`` now (the last one counts)."""
-    found = select(Answer).where(
-        Answer.participant_id == participant_id, Answer.question == question
+    """The student's answer to ``question`` is ``choice`` now (the last one counts): one
+    statement, ``INSERT … ON CONFLICT DO UPDATE``, so two answers of one student at once
+    leave the later one, and an answer costs no read first."""
+    dialect = session.get_bind().dialect.name
+    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    values = {"choice": choice, "correct": correct, "answered_at": now()}
+    statement = insert(Answer).values(
+        class_id=class_id, participant_id=participant_id, question=question, **values
     )
-    for _ in range(2):
-        stored = (await session.execute(found)).scalar_one_or_none()
-        if stored is not None:
-            stored.choice, stored.correct, stored.answered_at = choice, correct, now()
-            return
-        try:
-            async with session.begin_nested():
-                session.add(
-                    Answer(
-                        class_id=class_id,
-                        participant_id=participant_id,
-                        question=question,
-                        choice=choice,
-                        correct=correct,
-                        answered_at=now(),
-                    )
-                )
-            return
-        except IntegrityError:  # two answers of one student at once: the second updates
-            continue
+    await session.execute(
+        statement.on_conflict_do_update(index_elements=["participant_id", "question"], set_=values)
+    )
 
 
 @dataclass(frozen=True, slots=True)
