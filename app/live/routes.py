@@ -222,11 +222,19 @@ async def _acted(
     action: Awaitable[None],
     lab_form: dict[str, str] | None = None,
 ) -> Response:
-    """A host action done: 303 back to the dashboard; refused: the dashboard with the reason."""
+    """A host action done: 303 back to the dashboard; refused: the dashboard with the reason.
+    Sent by htmx (the pacing controls), only the reason or nothing comes back: the dashboard's
+    stream shows what the action changed, and a 2,000-row page is not loaded again."""
+    htmx = request.headers.get("HX-Request") == "true"
     try:
         await action
     except RefusalError as error:
+        if htmx:
+            context = {"error": error}
+            return page(request, "live/_host_error.html", context, status_code=status_of(error))
         return await _host_page(request, session, service, live, error, lab_form)
+    if htmx:
+        return page(request, "live/_host_error.html", {"error": None})
     return _see(request, "class_host", code=live.code)
 
 
