@@ -147,15 +147,14 @@ def test_process_gone_for_a_pid_that_does_not_exist() -> None:
     assert process_gone(2**22 + 12345)
 
 
-@pytest.mark.parametrize("pool_process", [False, True], ids=["plain-uvicorn", "python-m-app"])
 @pytest.mark.parametrize("unusable", ["a file in the way", "a socket path too long"])
 def test_unusable_runtime_folder_is_a_503_that_names_the_setting(
-    tmp_path: Path, unusable: str, pool_process: bool
+    tmp_path: Path, unusable: str
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     folder = blocker / "pool" if unusable == "a file in the way" else tmp_path / ("x" * 100)
-    settings = Settings(confirm_runtime_dir=folder, confirm_pool_process=pool_process)
+    settings = Settings(confirm_runtime_dir=folder)
     with TestClient(create_app(settings)) as client:
         response = client.post("/api/confirm", json=LESSON_BODY)
         assert response.status_code == 503
