@@ -9,7 +9,8 @@ is ``uvicorn app.main:app`` plus ``--http app.web.server:GuardedHttpProtocol --t
 $ATLAS_KEEP_ALIVE_S``. ``--workers`` defaults to ``$WEB_CONCURRENCY`` (else 1), as uvicorn's does;
 on Linux several workers each listen on a socket of their own (``app.web.listeners``), so a class's
 connections are spread evenly across them. The confirmation's torch pool runs in a process of its
-own beside them (``app.confirm.launcher``), which every web worker asks.
+own, started by whichever web worker takes its lock (``app.confirm.launcher``); every web worker
+asks it.
 """
 
 import argparse
@@ -17,7 +18,6 @@ import os
 import sys
 from collections.abc import Sequence
 
-from app.confirm.launcher import pool_process
 from app.live.database import SharedKeyError, require_shared_key
 from app.settings import get_settings
 from app.web import listeners
@@ -83,20 +83,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         require_shared_key(settings.database_url, settings.secret_key)
     except SharedKeyError as error:  # said once, plainly, before any worker starts
         sys.exit(f"python -m app: refusing to start: {error}")
-    with pool_process():
-        listeners.run(
-            APP,
-            host=args.host,
-            port=args.port,
-            workers=args.workers,
-            http=PROTOCOL,
-            timeout_keep_alive=max(1, round(settings.keep_alive_s)),
-            log_level=args.log_level,
-            access_log=not args.no_access_log,
-            server_header=not args.no_server_header,
-            forwarded_allow_ips=args.forwarded_allow_ips,
-            root_path=args.root_path,
-        )
+    listeners.run(
+        APP,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        http=PROTOCOL,
+        timeout_keep_alive=max(1, round(settings.keep_alive_s)),
+        log_level=args.log_level,
+        access_log=not args.no_access_log,
+        server_header=not args.no_server_header,
+        forwarded_allow_ips=args.forwarded_allow_ips,
+        root_path=args.root_path,
+    )
 
 
 if __name__ == "__main__":

@@ -84,10 +84,6 @@ class Settings(BaseSettings):
     confirm_client_limit: int = Field(2, ge=1)
     """Confirmations one client (a live class's participant, else its address) may have waiting or
     running; more get 429. The queue serves clients in turn."""
-    confirm_pool_process: bool = False
-    """Set by `python -m app` for its web workers: the pool runs in a process of its own
-    (`python -m app.confirm.host`) and every web worker forwards to it. false (plain uvicorn): the
-    web worker that takes the pool's lock runs the same owner inside."""
     confirm_cache_size: int = Field(64, ge=0)
     """Finished confirmations kept to answer identical requests (0 turns it off)."""
     confirm_job_timeout_s: float = Field(4.0, gt=0)

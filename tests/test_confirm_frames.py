@@ -19,7 +19,7 @@ from app.confirm.frames import (
     write_frame,
 )
 from app.confirm.jobs import Job
-from app.confirm.pool import ConfirmBusyError
+from app.confirm.pool import QueueFullError
 from app.confirm.scheduler import Scheduler
 from app.lab.state import GradientRequest
 from app.settings import Settings
@@ -124,7 +124,7 @@ def test_the_queue_takes_clients_in_turn_merges_twins_and_caps_each_client() -> 
                 ]
                 await asyncio.sleep(0)
                 assert scheduler.waiting == 4  # d's twin is not queued again
-                with pytest.raises(ConfirmBusyError, match="ATLAS_CONFIRM_CLIENT_LIMIT=2"):
+                with pytest.raises(QueueFullError, match="ATLAS_CONFIRM_CLIENT_LIMIT=2"):
                     await scheduler.submit(distinct(5), "A")
 
                 # Once a1 runs, A has one job running and one waiting: still its whole share.
@@ -133,7 +133,7 @@ def test_the_queue_takes_clients_in_turn_merges_twins_and_caps_each_client() -> 
                         await asyncio.sleep(0.001)
 
                 await asyncio.wait_for(a_served(), 90)
-                with pytest.raises(ConfirmBusyError, match="ATLAS_CONFIRM_CLIENT_LIMIT=2"):
+                with pytest.raises(QueueFullError, match="ATLAS_CONFIRM_CLIENT_LIMIT=2"):
                     await scheduler.submit(distinct(6), "A")
                 cached = await asyncio.gather(*tasks)
                 # A's second job waits until B and C have had their turn.

@@ -1,5 +1,6 @@
 """The pool in a real uvicorn: no torch in the server, faults, queue bound, shutdown, workers."""
 
+import contextlib
 import os
 import shutil
 import signal
@@ -8,7 +9,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ import httpx
 import pytest
 
 from app.confirm.pool import process_gone
-from tests.conftest import ROOT, LiveServer, free_port, start_server, stop_server
+from tests.conftest import ROOT, free_port, start_server, stop_server
 
 pytestmark = pytest.mark.distributed
 
@@ -84,6 +86,15 @@ def body_for(ranks: int, salt: int) -> dict[str, Any]:
     return {"counts": [r + 1 for r in range(ranks)], "means": [salt] * ranks, "eta": 0.1, "w": 1}
 
 
+def wait_status(url: str, holds: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """The pool's status once ``holds`` is true of it (asked every 20 ms, for at most 60 s)."""
+    deadline = time.monotonic() + 60
+    while not holds(status := httpx.get(f"{url}/api/confirm/status", timeout=10).json()):
+        assert time.monotonic() < deadline, f"the pool's status never changed: {status}"
+        time.sleep(0.02)
+    return status
+
+
 def wait_gone(pids: set[int], timeout: float = 10.0) -> set[int]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not all(process_gone(pid) for pid in pids):
@@ -91,9 +102,17 @@ def wait_gone(pids: set[int], timeout: float = 10.0) -> set[int]:
     return {pid for pid in pids if not process_gone(pid)}
 
 
-@pytest.fixture
-def server() -> Iterator[LiveServer]:
-    """A fresh uvicorn with its own pool: short deadlines, a queue of one, no cache."""
+@dataclass
+class PoolServer:
+    url: str
+    process: subprocess.Popen[bytes]
+    state_at_start: str  # the pool's state when /healthz first answered
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[PoolServer]:
+    """One uvicorn and pool for the tests that leave the pool whole (they may kill ranks: it
+    rebuilds): short deadlines, a queue of one, no cache."""
     env = runtime_env(
         ATLAS_CONFIRM_JOB_TIMEOUT_S="2",
         ATLAS_CONFIRM_GROUP_TIMEOUT_S="1.5",
@@ -101,20 +120,24 @@ def server() -> Iterator[LiveServer]:
     )
     live = start_server(env)
     try:
-        yield live
+        state = httpx.get(f"{live.url}/api/confirm/status", timeout=10).json()["state"]
+        yield PoolServer(live.url, live.process, state)
     finally:
         stop_server(live)
         shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)
 
 
-def test_server_answers_at_once_and_never_imports_torch(server: LiveServer) -> None:
-    # start_server returned on the first /healthz: the pool is still loading torch then.
-    assert httpx.get(f"{server.url}/api/confirm/status").json()["state"] == "starting"
+def test_server_answers_at_once_and_never_imports_torch(server: PoolServer) -> None:
+    # start_server returned on the first /healthz: the pool was still loading torch then.
+    assert server.state_at_start == "starting"
     wait_ready(server.url)
     assert post(server.url, body_for(8, 1)).status_code == 200
     assert not maps_torch(server.process.pid), "the uvicorn process mapped libtorch"
+    owner = pool_owner(server.process.pid)
+    assert not maps_torch(owner), "the pool's owner mapped libtorch"
     pool = torch_processes(server.process.pid)
     assert len(pool) == 8
+    assert pool == torch_processes(owner)
     # The server process's imports, checked in a fresh interpreter that builds the same app.
     probe = subprocess.run(
         [sys.executable, "-c", "import sys, app.main; print('torch' in sys.modules)"],
@@ -126,13 +149,22 @@ def test_server_answers_at_once_and_never_imports_torch(server: LiveServer) -> N
     assert probe.stdout.strip() == "False"
 
 
+def pool_owner(root: int) -> int:
+    """The pool's owner below ``root``: the process running app.confirm.host."""
+    for pid in descendants(root):
+        with contextlib.suppress(OSError):
+            if b"app.confirm.host" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+    raise AssertionError(f"no app.confirm.host process below {root}")
+
+
 def thread_names(pid: int) -> list[str]:
     """The names of a process's threads (what ``top -H`` shows), from /proc."""
     tasks = Path(f"/proc/{pid}/task")
     return [(task / "comm").read_text().strip() for task in tasks.iterdir()]
 
 
-def test_each_rank_has_one_gloo_network_thread(server: LiveServer) -> None:
+def test_each_rank_has_one_gloo_network_thread(server: PoolServer) -> None:
     # Gloo's network thread wakes every 10 ms, busy or not: one per rank, not one per group
     # (nine per rank, a tenth of a core for an idle pool), whatever sizes of job have run.
     wait_ready(server.url)
@@ -144,16 +176,16 @@ def test_each_rank_has_one_gloo_network_thread(server: LiveServer) -> None:
     assert loops == dict.fromkeys(pool, 1)
 
 
-def forked_ranks(server: LiveServer, pool: set[int]) -> set[int]:
-    """The pool's ranks 1…7: rank 0 is the server's child, it forked the others."""
+def forked_ranks(pool: set[int]) -> set[int]:
+    """The pool's ranks 1…7: rank 0 is the owner's child, it forked the others."""
     table = parents()
-    return {pid for pid in pool if table.get(pid) != server.process.pid}
+    return {pid for pid in pool if table.get(pid) in pool}
 
 
-def test_killed_idle_worker_is_replaced_before_the_next_job(server: LiveServer) -> None:
+def test_killed_idle_worker_is_replaced_before_the_next_job(server: PoolServer) -> None:
     wait_ready(server.url)
     before = torch_processes(server.process.pid)
-    victim = max(forked_ranks(server, before))
+    victim = max(forked_ranks(before))
     os.kill(victim, signal.SIGKILL)
     # No request needed: the closed socket alone makes the pool kill every rank and rebuild.
     assert wait_gone(before) == set(), "every old rank was killed by pid"
@@ -167,10 +199,10 @@ def test_killed_idle_worker_is_replaced_before_the_next_job(server: LiveServer) 
     assert response.json()["engine_agrees"]
 
 
-def test_stopped_worker_hits_the_deadline_and_the_queue_bound_holds(server: LiveServer) -> None:
+def test_stopped_worker_hits_the_deadline_and_the_queue_bound_holds(server: PoolServer) -> None:
     wait_ready(server.url)
     before = torch_processes(server.process.pid)
-    stopped = min(forked_ranks(server, before))
+    stopped = min(forked_ranks(before))
     os.kill(stopped, signal.SIGSTOP)
     answers: dict[str, httpx.Response] = {}
 
@@ -179,10 +211,11 @@ def test_stopped_worker_hits_the_deadline_and_the_queue_bound_holds(server: Live
 
     hung = threading.Thread(target=send, args=("hung", body_for(8, 4)))
     hung.start()
-    time.sleep(0.5)  # the hung job holds the pool until its 2 s deadline
+    # The hung job holds the pool until its 2 s deadline; the next one waits behind it.
+    wait_status(server.url, lambda status: status["running"])
     queued = threading.Thread(target=send, args=("queued", body_for(2, 5)))
     queued.start()
-    time.sleep(0.3)
+    wait_status(server.url, lambda status: status["waiting"] == 1)
     # From another address: its own share of the queue is free, the whole queue is not.
     with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2")) as other:
         refused = other.post(f"{server.url}/api/confirm", json=body_for(2, 6), timeout=60)
@@ -191,11 +224,9 @@ def test_stopped_worker_hits_the_deadline_and_the_queue_bound_holds(server: Live
     assert int(refused.headers["Retry-After"]) >= 1
     hung.join(timeout=60)
     queued.join(timeout=60)
-    first = answers["hung"]
-    if first.status_code == 200:
-        assert first.json()["attempts"] == 2
-    else:
-        assert first.status_code == 503, first.text
+    # The deadline killed every rank, the stopped one by pid; the retry ran on a fresh pool.
+    assert answers["hung"].status_code == 200, answers["hung"].text
+    assert answers["hung"].json()["attempts"] == 2
     assert answers["queued"].status_code == 200
     assert process_gone(stopped), "the stopped rank was killed by pid"
     recovered = post(server.url, body_for(8, 7))
@@ -204,8 +235,32 @@ def test_stopped_worker_hits_the_deadline_and_the_queue_bound_holds(server: Live
     assert len(torch_processes(server.process.pid)) == 8
 
 
-@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
-def test_shutdown_leaves_no_process_behind(stop_signal: signal.Signals) -> None:
+def test_a_dead_owner_leaves_no_rank_behind_and_is_restarted(server: PoolServer) -> None:
+    wait_ready(server.url)
+    owner = pool_owner(server.process.pid)
+    pool = torch_processes(owner)
+    rank0 = next(iter(pool - forked_ranks(pool)))
+    # A stopped rank 0 cannot notice that its owner died: the kernel ends it, then the rest.
+    os.kill(rank0, signal.SIGSTOP)
+    try:
+        os.kill(owner, signal.SIGKILL)
+        assert wait_gone(pool) == set()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(rank0, signal.SIGKILL)
+    # The web worker starts a new owner, which builds a new pool.
+    wait_ready(server.url)
+    assert pool_owner(server.process.pid) != owner
+    assert len(torch_processes(server.process.pid)) == 8
+
+
+@pytest.mark.parametrize(
+    ("stop_signal", "exit_status"),
+    # After its shutdown uvicorn raises a SIGTERM again (a supervisor sees it), a SIGINT not.
+    [(signal.SIGTERM, -signal.SIGTERM), (signal.SIGINT, 0)],
+    ids=["SIGTERM", "SIGINT"],
+)
+def test_shutdown_leaves_no_process_behind(stop_signal: signal.Signals, exit_status: int) -> None:
     env = runtime_env()
     server = start_server(env)
     try:
@@ -214,7 +269,7 @@ def test_shutdown_leaves_no_process_behind(stop_signal: signal.Signals) -> None:
         tree = descendants(server.process.pid)
         assert len({pid for pid in tree if maps_torch(pid)}) == 8
         server.process.send_signal(stop_signal)
-        assert server.process.wait(timeout=30) is not None
+        assert server.process.wait(timeout=30) == exit_status
         assert wait_gone(tree) == set()
     finally:
         stop_server(server)
@@ -225,9 +280,13 @@ def test_shutdown_while_the_pool_is_still_starting() -> None:
     env = runtime_env()
     server = start_server(env)
     try:
-        time.sleep(0.5)
+        # Stopped as soon as the pool's rank 0 runs, long before the pool is ready.
+        deadline = time.monotonic() + 60
+        while not ranks_anywhere(env["ATLAS_CONFIRM_RUNTIME_DIR"]):
+            assert time.monotonic() < deadline, "the pool's rank 0 never started"
+            time.sleep(0.01)
         tree = descendants(server.process.pid)
-        assert tree, "the pool's rank 0 had started"
+        assert httpx.get(f"{server.url}/api/confirm/status").json()["state"] == "starting"
         stop_server(server)
         assert wait_gone(tree) == set()
         assert descendants(server.process.pid) == set()
@@ -303,8 +362,9 @@ def test_two_web_workers_share_one_pool_and_take_it_over() -> None:
         owner = next(pid for pid in workers if torch_processes(pid))
         pool = torch_processes(owner)
         os.kill(owner, signal.SIGKILL)
-        # The other worker takes the lock the kernel released, ends the orphaned ranks and
-        # starts a fresh pool: never more than 8 ranks of this runtime folder, anywhere.
+        # Its orphaned owner stops its ranks and frees the lock; the other worker takes it and
+        # starts a fresh owner and pool: never more than 8 ranks of this runtime folder, anywhere.
+        assert wait_gone(pool) == set()
         runtime = env["ATLAS_CONFIRM_RUNTIME_DIR"]
         deadline = time.monotonic() + POOL_READY_SECONDS
         while time.monotonic() < deadline:
@@ -315,7 +375,6 @@ def test_two_web_workers_share_one_pool_and_take_it_over() -> None:
             assert response.status_code == 503, response.text
             time.sleep(0.5)
         assert response.status_code == 200
-        assert wait_gone(pool) == set()
         assert len(torch_processes(process.pid)) == 8
         tree = descendants(process.pid)
     finally:
@@ -360,30 +419,3 @@ def test_turned_off_by_setting_is_503_and_starts_no_process() -> None:
     finally:
         stop_server(server)
         shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)
-
-
-def test_a_dead_owner_leaves_no_rank_behind() -> None:
-    env = runtime_env()
-    runtime = env["ATLAS_CONFIRM_RUNTIME_DIR"]
-    first = start_server(env)
-    second: LiveServer | None = None
-    rank0: int | None = None
-    try:
-        wait_ready(first.url)
-        pool = torch_processes(first.process.pid)
-        rank0 = next(iter(pool - forked_ranks(first, pool)))
-        # A stopped rank 0 cannot notice that its server died: the kernel ends it, then the rest.
-        os.kill(rank0, signal.SIGSTOP)
-        first.process.kill()
-        first.process.wait()
-        assert wait_gone(pool) == set()
-        second = start_server(env)
-        wait_ready(second.url)
-        assert len(ranks_anywhere(runtime)) == 8
-    finally:
-        if rank0 is not None and not process_gone(rank0):
-            os.kill(rank0, signal.SIGKILL)
-        stop_server(first)
-        if second is not None:
-            stop_server(second)
-        shutil.rmtree(runtime, ignore_errors=True)

@@ -13,9 +13,9 @@ from app.confirm.jobs import (
     DistributedResult,
     Job,
     Microbatch,
-    ModeReport,
     Outcome,
     RankReport,
+    ReductionReport,
     Reference,
     assemble,
 )
@@ -84,7 +84,7 @@ def test_more_ranks_than_the_pool_is_refused_naming_the_field() -> None:
 
 
 def report(rank: int, grads: dict[str, float], eta: float = 0.1, w: float = 10.0) -> RankReport:
-    runs = {mode: ModeReport(grad=g, w_new=w - eta * g) for mode, g in grads.items()}
+    runs = {reduction: ReductionReport(grad=g, w_new=w - eta * g) for reduction, g in grads.items()}
     return RankReport(
         rank=rank,
         count=[2.0, 6.0][rank],
@@ -100,12 +100,12 @@ def outcome(result: DistributedResult) -> Outcome:
 
 def test_assemble_orders_ranks_and_needs_every_one() -> None:
     job, _ = job_from_request(lesson_means())
-    modes = {"ddp_default": 2.0, "compensated": 2.5, "comm_hook": 2.5}
-    result = assemble(job, [report(1, modes), report(0, modes)], "2.13.0")
+    reductions = {"ddp_default": 2.0, "compensated": 2.5, "comm_hook": 2.5}
+    result = assemble(job, [report(1, reductions), report(0, reductions)], "2.13.0")
     assert result.counts == [2.0, 6.0]
     assert result.ddp_default.grad == [2.0, 2.0]
     with pytest.raises(ValueError, match="one report per rank"):
-        assemble(job, [report(0, modes)], "2.13.0")
+        assemble(job, [report(0, reductions)], "2.13.0")
 
 
 def test_comparison_flags_the_rank_mean_and_a_disagreeing_replica() -> None:
@@ -147,15 +147,14 @@ def test_process_gone_for_a_pid_that_does_not_exist() -> None:
     assert process_gone(2**22 + 12345)
 
 
-@pytest.mark.parametrize("pool_process", [False, True], ids=["plain-uvicorn", "python-m-app"])
 @pytest.mark.parametrize("unusable", ["a file in the way", "a socket path too long"])
 def test_unusable_runtime_folder_is_a_503_that_names_the_setting(
-    tmp_path: Path, unusable: str, pool_process: bool
+    tmp_path: Path, unusable: str
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     folder = blocker / "pool" if unusable == "a file in the way" else tmp_path / ("x" * 100)
-    settings = Settings(confirm_runtime_dir=folder, confirm_pool_process=pool_process)
+    settings = Settings(confirm_runtime_dir=folder)
     with TestClient(create_app(settings)) as client:
         response = client.post("/api/confirm", json=LESSON_BODY)
         assert response.status_code == 503

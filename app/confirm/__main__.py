@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from app.confirm.check import confirm_response
 from app.confirm.convert import job_from_request
 from app.confirm.jobs import DistributedResult, Job, Outcome, RankReport, assemble
-from app.confirm.pool import ConfirmError, Pool, WorkerFaultError
+from app.confirm.pool import Pool, RefusalError, WorkerFaultError
 from app.engine import EngineError
 from app.lab.compute import compute
 from app.lab.state import GradientRequest
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         result = asyncio.run(on_local_ranks(job, args.timeout))
-    except (ConfirmError, WorkerFaultError) as exc:
+    except (RefusalError, WorkerFaultError) as exc:
         return fail(f"the run failed: {exc}")
     except ValidationError as exc:  # an ATLAS_* setting of the environment the pool reads
         named = (f"ATLAS_{str(error['loc'][0]).upper()}: {error['msg']}" for error in exc.errors())

@@ -1,20 +1,21 @@
-"""The pool's one owner: the lock, the ranks, the fair queue, and the socket every web worker asks.
+"""The pool's one owner, ``python -m app.confirm.host``: the ranks, the fair queue, and the socket
+every web worker asks.
 
-``python -m app`` starts it as a process of its own beside the web workers
-(:mod:`app.confirm.launcher`: ``python -m app.confirm.host``), and restarts it if it dies. Under
-plain uvicorn there is no launcher: the web worker that takes the lock runs the same
-:class:`PoolHost` inside itself. Either way the web workers, that one included, ask it over
-``<runtime dir>/pool.sock`` in length-prefixed frames (:mod:`app.confirm.frames`), one request
-and one answer per connection. Holding ``flock`` on ``<runtime dir>/pool.lock`` makes it the owner:
-a container runs at most ``world`` torch processes however many web workers or hosts start. No
-torch in this process.
+It is always a process of its own, the child of the one web worker that took the owner's lock
+(:mod:`app.confirm.launcher`), which hands it the lock. Every web worker, that one included, asks
+it over ``<runtime dir>/pool.sock`` in length-prefixed frames (:mod:`app.confirm.frames`), one
+request and one answer per connection. Holding ``flock`` on ``<runtime dir>/pool.lock`` makes it
+the owner: a container runs at most ``world`` torch processes however many web workers start. It
+stops with the web worker that started it. No torch in this process.
 """
 
+import argparse
 import asyncio
 import contextlib
 import errno
 import fcntl
 import importlib.util
+import json
 import logging
 import os
 import signal
@@ -23,11 +24,10 @@ from typing import Any
 
 from app.confirm.frames import FrameError, read_frame, write_frame
 from app.confirm.jobs import Job
-from app.confirm.pool import ConfirmError
+from app.confirm.pool import RefusalError, UnavailableError
 from app.confirm.scheduler import Scheduler
-from app.lesson.course import ServedLessons, load_course
-from app.lesson.loader import LessonLoadError
-from app.settings import Settings, get_settings
+from app.lesson.course import ServedLessons
+from app.settings import Settings
 
 log = logging.getLogger("atlas.confirm")
 
@@ -41,9 +41,9 @@ DISABLED = (
 )
 # Waiting connections the socket holds: a class's worth of status polls and jobs arriving at once.
 BACKLOG = 1024
-LOCK_POLL_SECONDS = 1.0
+PARENT_POLL_SECONDS = 1.0
 UNIX_PATH_MAX = 107  # sun_path's 108 bytes, less the terminating NUL
-# sysexits' EX_CONFIG: the configuration wants no pool, so the launcher does not restart it.
+# sysexits' EX_CONFIG: the runtime folder cannot be used, so the launcher does not restart it.
 NO_POOL_EXIT = 78
 
 
@@ -84,33 +84,33 @@ def open_lock(settings: Settings) -> int:
     return os.open(folder / "pool.lock", os.O_RDWR | os.O_CREAT, 0o600)
 
 
+def take_lock(settings: Settings) -> int | None:
+    """The owner's lock, taken: its file descriptor, or None while another process holds it (the
+    kernel frees it when its holder dies). Raises OSError when the runtime folder cannot be used."""
+    fd = open_lock(settings)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
 def socket_path(settings: Settings) -> Path:
     return settings.confirm_runtime_dir / "pool.sock"
 
 
 class PoolHost:
-    """Owner of the pool once it holds the lock; used from one event loop."""
+    """Owner of the pool while it holds the lock ``lock_fd``; used from one event loop."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, lock_fd: int) -> None:
         self.settings = settings
-        self.scheduler: Scheduler | None = None
-        self._lock_fd: int | None = None
+        self.scheduler = Scheduler(settings)
+        self._lock_fd: int | None = lock_fd
         self._server: asyncio.AbstractServer | None = None
 
-    def take_lock(self) -> bool:
-        """Take the owner's lock if free (the kernel frees it when its holder dies). Raises
-        OSError when the runtime folder cannot be used."""
-        if self._lock_fd is None:
-            self._lock_fd = open_lock(self.settings)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-
     async def start(self) -> None:
-        """Start the pool in the background and listen; call once :meth:`take_lock` is True."""
-        self.scheduler = Scheduler(self.settings)
+        """Listen, then start the pool in the background. Raises OSError when it cannot listen."""
         path = socket_path(self.settings)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
@@ -133,7 +133,6 @@ class PoolHost:
     async def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         """The answer to one request: ``status``, or ``run`` a job for a client."""
         scheduler = self.scheduler
-        assert scheduler is not None
         pool = scheduler.pool
         if request.get("op") == "status":
             return {
@@ -149,10 +148,12 @@ class PoolHost:
         try:
             job = Job.model_validate(request.get("job"))
             outcome = await scheduler.submit(job, str(request.get("client", "")))
-        except ConfirmError as error:
-            return {"error": [error.status, error.detail, error.retry_after]}
         except ValueError as invalid:  # not a job: a bug on the asking side, named
-            return {"error": [503, f"the pool's owner could not read the job: {invalid}", None]}
+            return {
+                "refused": [UnavailableError.kind, f"the owner could not read it: {invalid}", None]
+            }
+        except RefusalError as refused:
+            return {"refused": [refused.kind, refused.detail, refused.retry_after]}
         return {"ok": outcome.model_dump()}
 
     async def stop(self) -> None:
@@ -162,56 +163,46 @@ class PoolHost:
             with contextlib.suppress(FileNotFoundError):
                 socket_path(self.settings).unlink()
             self._server = None
-        if self.scheduler is not None:
-            await self.scheduler.stop()
+        await self.scheduler.stop()
         if self._lock_fd is not None:
-            os.close(self._lock_fd)  # releases the lock: another owner may take over
+            os.close(self._lock_fd)  # releases the lock: another web worker may start an owner
             self._lock_fd = None
 
 
-async def serve(settings: Settings) -> None:
-    """Wait for the lock, own the pool until SIGTERM/SIGINT or the launcher is gone."""
+async def serve(settings: Settings, lock_fd: int, parent: int) -> None:
+    """Own the pool until SIGTERM/SIGINT or until ``parent``, the web worker that started this
+    process, is gone (an orphan must not hold the lock and 8 ranks forever)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    launcher = os.getppid()
-    host = PoolHost(settings)
+    host = PoolHost(settings, lock_fd)
     try:
-        owner = False
-        while not stop.is_set():
-            # An orphan (the launcher was killed) must not hold the lock and 8 ranks forever.
-            if os.getppid() != launcher:
-                log.warning("the launcher (pid %d) is gone; stopping the pool", launcher)
-                break
-            try:
-                taken = not owner and host.take_lock()
-            except OSError as exc:
-                log.error("cannot use the runtime folder (ATLAS_CONFIRM_RUNTIME_DIR): %s", exc)
-                raise SystemExit(NO_POOL_EXIT) from exc  # the web workers say so on the page
-            if taken:
-                owner = True
-                await host.start()
+        await host.start()
+        while os.getppid() == parent:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=LOCK_POLL_SECONDS)
+                await asyncio.wait_for(stop.wait(), timeout=PARENT_POLL_SECONDS)
+            if stop.is_set():
+                return
+        log.warning("the web worker that started it (pid %d) is gone; stopping the pool", parent)
     finally:
         await host.stop()
 
 
-def main() -> int:
-    """``python -m app.confirm.host``: exit NO_POOL_EXIT at once when this server needs no pool."""
+def main(argv: list[str] | None = None) -> int:
+    """``python -m app.confirm.host --lock-fd FD --parent PID --settings JSON``: the confirm
+    settings come from the web worker (whose own may not be the environment's), the lock taken."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     [pool host] %(message)s")
-    settings = get_settings()
+    cli = argparse.ArgumentParser(description="The confirmation pool's owner.")
+    cli.add_argument("--lock-fd", type=int, required=True, help="the owner's lock, taken")
+    cli.add_argument("--parent", type=int, required=True, help="the web worker's pid")
+    cli.add_argument("--settings", type=json.loads, required=True, help="confirm_* settings")
+    args = cli.parse_args(argv)
     try:
-        settings = confirm_settings(settings, load_course(settings.lesson_path))
-    except LessonLoadError as exc:
-        log.error("no pool: %s (the web workers refuse to start too)", exc)
+        asyncio.run(serve(Settings(**args.settings), args.lock_fd, args.parent))
+    except OSError as exc:  # cannot listen on its socket: no ranks, and no point in restarting
+        log.error("cannot use the runtime folder (ATLAS_CONFIRM_RUNTIME_DIR): %s", exc)
         return NO_POOL_EXIT
-    reason = off_reason(settings)
-    if reason:
-        log.info("no pool: %s", reason)
-        return NO_POOL_EXIT
-    asyncio.run(serve(settings))
     return 0
 
 

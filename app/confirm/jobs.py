@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Mode = Literal["ddp_default", "compensated", "comm_hook"]
-MODES: tuple[Mode, ...] = ("ddp_default", "compensated", "comm_hook")
+Reduction = Literal["ddp_default", "compensated", "comm_hook"]
+REDUCTIONS: tuple[Reduction, ...] = ("ddp_default", "compensated", "comm_hook")
 MAX_WORLD_SIZE = 8
 
 
@@ -65,7 +65,7 @@ class Job(BaseModel):
         return self.model_dump_json()
 
 
-class ModeReport(BaseModel):
+class ReductionReport(BaseModel):
     """One rank's outcome of one run: its synchronized gradient and its parameter after SGD."""
 
     grad: float
@@ -85,7 +85,7 @@ class RankReport(BaseModel):
     rank: int
     count: float
     total: float
-    runs: dict[Mode, ModeReport]
+    runs: dict[Reduction, ReductionReport]
     reference: Reference | None = None
 
 
@@ -128,10 +128,10 @@ def assemble(job: Job, reports: list[RankReport], torch_version: str) -> Distrib
     if reference is None:
         raise ValueError("rank 0 did not report the reference")
 
-    def run(mode: Mode) -> Run:
+    def run(reduction: Reduction) -> Run:
         return Run(
-            grad=[report.runs[mode].grad for report in by_rank],
-            w_new=[report.runs[mode].w_new for report in by_rank],
+            grad=[report.runs[reduction].grad for report in by_rank],
+            w_new=[report.runs[reduction].w_new for report in by_rank],
         )
 
     return DistributedResult(

@@ -1,26 +1,28 @@
-"""``python -m app``'s pool: the owner (``python -m app.confirm.host``) as a process of its own
-beside the web workers, restarted with a growing pause if it dies.
+"""The pool's owner as a child of one web worker: every web worker runs a launcher, the one that
+takes the owner's lock starts ``python -m app.confirm.host`` and hands it the lock, the others
+wait for the lock and take over when its holder dies. A host that dies is started again after
+1 s, then 2, 4 … at most 30 s (if the lock is still free then).
 
-The web workers get ``ATLAS_CONFIRM_POOL_PROCESS=true`` and only ask it, so no web worker owns
-torch processes, a web worker that restarts loses no pool, and every worker asks the same way.
-No torch.
+So there is one way to own the pool, under plain uvicorn, ``python -m app`` and a test's
+TestClient alike: no web worker imports torch or holds the lock itself, and the owner never
+outlives the web worker that started it (it stops when that worker stops, or notices within a
+second that it is gone). No torch.
 """
 
-import contextlib
 import logging
 import os
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 
 from app import PROJECT_DIR
-from app.confirm.host import NO_POOL_EXIT
+from app.confirm.host import NO_POOL_EXIT, take_lock
+from app.settings import Settings
 
-log = logging.getLogger("uvicorn.error")
+log = logging.getLogger("atlas.confirm")
 
-POOL_PROCESS_ENV = "ATLAS_CONFIRM_POOL_PROCESS"
+LOCK_POLL_SECONDS = 1.0
 # A host that dies at once is started again after 1 s, then 2, 4 … at most 30 s; one that ran a
 # minute or more counts as healthy and is restarted after 1 s again.
 FIRST_PAUSE_S = 1.0
@@ -30,34 +32,57 @@ STOP_GRACE_S = 20.0
 
 
 class Launcher:
-    """Starts the host, restarts it when it exits (unless it says no pool is wanted), stops it."""
+    """Takes the owner's lock when it is free, runs the host with it, restarts it, stops it."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Settings) -> None:
+        confirm = {name for name in Settings.model_fields if name.startswith("confirm_")}
+        self._settings = settings
+        self._command = [
+            *(sys.executable, "-m", "app.confirm.host", "--parent", str(os.getpid())),
+            *("--settings", settings.model_dump_json(include=confirm)),
+        ]
         self.process: subprocess.Popen[bytes] | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._supervise, name="pool-launcher", daemon=True)
+
+    @property
+    def owns(self) -> bool:
+        """Whether the pool's owner is this web worker's child now."""
+        process = self.process
+        return process is not None and process.poll() is None
 
     def start(self) -> None:
         self._thread.start()
 
     def _supervise(self) -> None:
         pause = FIRST_PAUSE_S
-        while True:
+        while not self._stop.is_set():
+            try:
+                lock = take_lock(self._settings)
+            except OSError as exc:
+                log.error("cannot use the runtime folder (ATLAS_CONFIRM_RUNTIME_DIR): %s", exc)
+                return
+            if lock is None:  # another web worker's host owns the pool
+                self._stop.wait(LOCK_POLL_SECONDS)
+                continue
             with self._lock:
                 if self._stop.is_set():
+                    os.close(lock)
                     return
                 self.process = subprocess.Popen(
-                    [sys.executable, "-m", "app.confirm.host"],
+                    [*self._command, "--lock-fd", str(lock)],
+                    pass_fds=[lock],
                     cwd=PROJECT_DIR,
-                    # Its own session: a Ctrl-C on the terminal stops the web workers, whose
-                    # launcher then stops the host; the host never takes it for a crash.
+                    # Its own session: a Ctrl-C on the terminal reaches only the server, which
+                    # then stops the host; the host never takes it for a crash.
                     start_new_session=True,
                 )
+            os.close(lock)  # the host alone holds it now: the lock lives exactly as long as it
             started = time.monotonic()
             code = self.process.wait()
             if self._stop.is_set() or code == NO_POOL_EXIT:
-                return  # stopping, or the host found no pool wanted (turned off, no torch)
+                return  # stopping, or the host cannot use the runtime folder
             if time.monotonic() - started >= HEALTHY_AFTER_S:
                 pause = FIRST_PAUSE_S
             log.error("the confirm pool's owner exited with %s; restarting in %g s", code, pause)
@@ -66,7 +91,7 @@ class Launcher:
             pause = min(2 * pause, LONGEST_PAUSE_S)
 
     def stop(self) -> None:
-        """Stop restarting, end the host (SIGTERM, then SIGKILL after a grace period)."""
+        """Stop taking the lock, end the host (SIGTERM, then SIGKILL after a grace period)."""
         with self._lock:
             self._stop.set()
             process = self.process
@@ -78,15 +103,3 @@ class Launcher:
                 process.kill()
                 process.wait()
         self._thread.join(timeout=STOP_GRACE_S)
-
-
-@contextlib.contextmanager
-def pool_process() -> Iterator[Launcher]:
-    """The pool's owner runs while the block does; web workers started inside it ask it."""
-    os.environ[POOL_PROCESS_ENV] = "true"
-    launcher = Launcher()
-    launcher.start()
-    try:
-        yield launcher
-    finally:
-        launcher.stop()

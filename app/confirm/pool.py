@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from app import PROJECT_DIR
 from app.confirm.frames import FrameError, encode, read_frame
@@ -29,30 +29,34 @@ log = logging.getLogger("atlas.confirm")
 PoolState = Literal["starting", "ready", "failed", "stopped"]
 
 
-class ConfirmError(Exception):
-    """No confirmation now: the HTTP status that says why, the detail, and ``retry_after``
-    seconds when asking again later will help."""
+class RefusalError(Exception):
+    """No confirmation now, and why: the detail, and ``retry_after`` seconds when asking again
+    later will help. ``kind`` names the refusal on the owner's socket."""
 
-    def __init__(self, status: int, detail: str, retry_after: int | None = None) -> None:
+    kind: ClassVar[str]
+
+    def __init__(self, detail: str, retry_after: int | None = None) -> None:
         super().__init__(detail)
-        self.status = status
         self.detail = detail
         self.retry_after = retry_after
 
 
-class ConfirmUnavailableError(ConfirmError):
-    """503: torch missing, turned off, the pool failed to start or failed twice, or its owner is
-    starting or busy."""
+class UnavailableError(RefusalError):
+    """The pool cannot run it: torch missing, turned off, the pool failed to start or failed
+    twice, or its owner is starting or busy."""
 
-    def __init__(self, detail: str, retry_after: int | None = None) -> None:
-        super().__init__(503, detail, retry_after)
+    kind = "unavailable"
 
 
-class ConfirmBusyError(ConfirmError):
-    """429: the queue, or this client's share of it, is full; ``retry_after`` is a fair wait."""
+class QueueFullError(RefusalError):
+    """The queue, or this client's share of it, is full; ``retry_after`` is a fair wait."""
 
-    def __init__(self, retry_after: int, reason: str = "the confirmation queue is full") -> None:
-        super().__init__(429, f"{reason}; retry after {retry_after} s", retry_after)
+    kind = "queue_full"
+
+
+REFUSALS: dict[str, type[RefusalError]] = {
+    refusal.kind: refusal for refusal in (UnavailableError, QueueFullError)
+}
 
 
 class WorkerFaultError(Exception):
@@ -216,12 +220,12 @@ class Pool:
         try:
             await asyncio.wait_for(asyncio.shield(self._build_task), timeout=timeout)
         except TimeoutError:
-            raise ConfirmUnavailableError(
+            raise UnavailableError(
                 f"the torch.distributed pool is still starting after {timeout:g} s;"
                 " try again shortly"
             ) from None
         if self.state != "ready":
-            raise ConfirmUnavailableError(self.message)
+            raise UnavailableError(self.message)
 
     async def run(self, job: Job) -> DistributedResult:
         """Send the job to ranks 0…P-1 and gather their reports within the deadline."""

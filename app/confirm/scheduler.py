@@ -14,9 +14,10 @@ import logging
 import math
 import time
 from collections import OrderedDict, deque
+from typing import NoReturn
 
 from app.confirm.jobs import Job, Outcome
-from app.confirm.pool import ConfirmBusyError, ConfirmUnavailableError, Pool, WorkerFaultError
+from app.confirm.pool import Pool, QueueFullError, UnavailableError, WorkerFaultError
 from app.settings import Settings
 
 log = logging.getLogger("atlas.confirm")
@@ -48,9 +49,13 @@ class Scheduler:
         """Seconds until the queue has probably drained: its length times a typical job."""
         return max(1, math.ceil((self.waiting + 1) * self._typical_seconds))
 
+    def _refuse(self, reason: str) -> NoReturn:
+        retry_after = self.retry_after()
+        raise QueueFullError(f"{reason}; retry after {retry_after} s", retry_after)
+
     async def submit(self, job: Job, client: str) -> Outcome:
-        """Run ``job`` for ``client`` in its turn. Raises ConfirmBusyError (the client's share or
-        the whole queue is full) or ConfirmUnavailableError (the pool cannot run it)."""
+        """Run ``job`` for ``client`` in its turn. Raises QueueFullError (the client's share or
+        the whole queue is full) or UnavailableError (the pool cannot run it)."""
         key = job.key()
         if key in self._cache:
             self._cache.move_to_end(key)
@@ -60,14 +65,13 @@ class Scheduler:
             return shared.model_copy(update={"cached": True})
         held = len(self._queues.get(client, ())) + (self.serving == client)
         if held >= self.client_limit:
-            raise ConfirmBusyError(
-                self.retry_after(),
+            self._refuse(
                 f"you already have {held} confirmation{'s' if held != 1 else ''} waiting or"
                 f" running, the most one client may"
-                f" (ATLAS_CONFIRM_CLIENT_LIMIT={self.client_limit})",
+                f" (ATLAS_CONFIRM_CLIENT_LIMIT={self.client_limit})"
             )
         if self.serving is not None and self.waiting >= self.queue_limit:
-            raise ConfirmBusyError(self.retry_after())
+            self._refuse("the confirmation queue is full")
         future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
         self._queues.setdefault(client, deque()).append((job, future))
@@ -85,12 +89,12 @@ class Scheduler:
             self.serving = client
             try:
                 outcome = await self._run(job)
-            except ConfirmUnavailableError as exc:
+            except UnavailableError as exc:
                 future.set_exception(exc)
                 future.exception()  # whoever waited has it; nobody left is not an error
             except Exception as exc:  # a bug must answer its waiters, not hang them
                 log.exception("a confirmation job failed unexpectedly")
-                future.set_exception(ConfirmUnavailableError(f"the confirmation failed: {exc}"))
+                future.set_exception(UnavailableError(f"the confirmation failed: {exc}"))
                 future.exception()
             else:
                 future.set_result(outcome)
@@ -122,7 +126,7 @@ class Scheduler:
             self._typical_seconds = 0.8 * self._typical_seconds + 0.2 * seconds
             self.runs += 1
             return Outcome(result=result, elapsed_ms=seconds * 1000, attempts=attempt)
-        raise ConfirmUnavailableError(
+        raise UnavailableError(
             f"the torch.distributed run failed ({fault}); the pool was rebuilt"
             f" ({self.pool.message}). Try again in a few seconds."
         )
@@ -135,7 +139,7 @@ class Scheduler:
             await asyncio.gather(self._runner, return_exceptions=True)
         for future in pending:
             if not future.done():
-                future.set_exception(ConfirmUnavailableError("the server is shutting down"))
+                future.set_exception(UnavailableError("the server is shutting down"))
                 future.exception()
         self._queues.clear()
         self._in_flight.clear()

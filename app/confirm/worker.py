@@ -43,7 +43,15 @@ from torch._C._distributed_c10d import (
 from torch.nn.parallel import DistributedDataParallel
 
 from app.confirm.frames import receive, send
-from app.confirm.jobs import MODES, Job, Microbatch, Mode, ModeReport, RankReport, Reference
+from app.confirm.jobs import (
+    REDUCTIONS,
+    Job,
+    Microbatch,
+    RankReport,
+    Reduction,
+    ReductionReport,
+    Reference,
+)
 
 TORCH_VERSION = str(torch.__version__)
 DTYPE = torch.float64
@@ -108,9 +116,11 @@ def guarded(count: float) -> float:
     return count if count > 0 else 1.0
 
 
-def run_mode(mode: Mode, job: Job, rank: int, replicas: Replicas, total: float) -> ModeReport:
+def run_reduction(
+    reduction: Reduction, job: Job, rank: int, replicas: Replicas, total: float
+) -> ReductionReport:
     """One rank's backward passes and SGD step for one way of scaling the loss."""
-    ddp = replicas.hooked if mode == "comm_hook" else replicas.plain
+    ddp = replicas.hooked if reduction == "comm_hook" else replicas.plain
     replicas.hook_state.total = total
     parameter = ddp.module.weight
     with torch.no_grad():
@@ -124,9 +134,9 @@ def run_mode(mode: Mode, job: Job, rank: int, replicas: Replicas, total: float) 
         # Only the last backward of the window all-reduces; the others accumulate locally.
         with nullcontext() if last else ddp.no_sync():
             loss_sum = weighted_loss_sum(ddp, batch)
-            if mode == "ddp_default":
+            if reduction == "ddp_default":
                 loss = loss_sum / guarded(batch.count) / len(batches)
-            elif mode == "compensated":
+            elif reduction == "compensated":
                 loss = loss_sum / guarded(count) * (world * count / total)
             else:
                 loss = loss_sum
@@ -134,7 +144,7 @@ def run_mode(mode: Mode, job: Job, rank: int, replicas: Replicas, total: float) 
     assert parameter.grad is not None
     grad = float(parameter.grad.item())
     torch.optim.SGD([parameter], lr=job.eta).step()
-    return ModeReport(grad=grad, w_new=float(parameter.item()))
+    return ReductionReport(grad=grad, w_new=float(parameter.item()))
 
 
 def reference(job: Job) -> Reference:
@@ -155,7 +165,9 @@ def run_rank(job: Job, rank: int, replicas: Replicas) -> RankReport:
     counts[rank] = job.rank_count(rank)
     dist.all_reduce(counts, group=replicas.group)
     total = float(counts.sum().item())
-    runs = {mode: run_mode(mode, job, rank, replicas, total) for mode in MODES}
+    runs = {
+        reduction: run_reduction(reduction, job, rank, replicas, total) for reduction in REDUCTIONS
+    }
     return RankReport(
         rank=rank,
         count=job.rank_count(rank),

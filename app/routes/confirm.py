@@ -2,7 +2,7 @@
 
 from typing import Annotated, Any, cast
 
-from fastapi import APIRouter, Body, Request
+from fastapi import APIRouter, Body, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel
@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from app.confirm.check import ConfirmResponse, confirm_response
 from app.confirm.convert import job_from_request
-from app.confirm.pool import ConfirmError
+from app.confirm.pool import QueueFullError, RefusalError
 from app.confirm.service import ConfirmService, ServiceStatus
 from app.confirm.view import ConfirmView, confirm_view
 from app.engine import EngineError
@@ -19,7 +19,6 @@ from app.lab.compute import compute, engine_error_detail
 from app.lab.panel import page_context
 from app.lab.state import LESSON_EXAMPLES, GradientRequest
 from app.routes import lesson_page
-from app.web.errors import error_response
 from app.web.jsonbody import JsonBodyRoute
 from app.web.limits import BODY_RESPONSES
 from app.web.templating import templates_of
@@ -50,7 +49,7 @@ def client_key(request: Request) -> str:
 
 async def run_confirmation(request: Request, body: GradientRequest) -> ConfirmResponse:
     """Engine first (it validates), then the same update on the pool. Raises
-    RequestValidationError, or ConfirmError when the pool cannot run it now."""
+    RequestValidationError, or a RefusalError when the pool cannot run it now."""
     confirm = service(request)
     try:
         compute(body)
@@ -58,6 +57,11 @@ async def run_confirmation(request: Request, body: GradientRequest) -> ConfirmRe
     except EngineError as error:
         raise RequestValidationError(engine_error_detail(error)) from error
     return confirm_response(job, await confirm.submit(job, client_key(request)), notes)
+
+
+def status_of(refusal: RefusalError) -> int:
+    """A full queue is the client's to wait for (429); anything else is the server's (503)."""
+    return 429 if isinstance(refusal, QueueFullError) else 503
 
 
 def refusal(description: str) -> dict[str, Any]:
@@ -88,13 +92,13 @@ def refusal(description: str) -> dict[str, Any]:
 async def confirm_api(
     request: Request,
     body: Annotated[GradientRequest, Body(openapi_examples=LESSON_EXAMPLES)],
-) -> Response | ConfirmResponse:
+) -> ConfirmResponse:
     """Run the update on real DistributedDataParallel (gloo, CPU) and compare with the engine."""
     try:
         return await run_confirmation(request, body)
-    except ConfirmError as error:
-        headers = {"Retry-After": str(error.retry_after)} if error.retry_after else None
-        return error_response(request.scope, error.status, error.detail, headers)
+    except RefusalError as refused:
+        headers = {"Retry-After": str(refused.retry_after)} if refused.retry_after else None
+        raise HTTPException(status_of(refused), refused.detail, headers) from None
 
 
 @router.get("/api/confirm/status", response_model=ServiceStatus)
@@ -125,9 +129,9 @@ async def confirm_lab(request: Request) -> Response:
         except RequestValidationError as invalid:
             view = ConfirmView(error=str(invalid.errors()[0]["msg"]))
             status = 422
-        except ConfirmError as error:
-            view = ConfirmView(error=error.detail, retry_after=error.retry_after)
-            status = error.status
+        except RefusalError as refused:
+            view = ConfirmView(error=refused.detail, retry_after=refused.retry_after)
+            status = status_of(refused)
     if request.headers.get("HX-Request") == "true":
         template, context = "_confirm.html", lab_context
     else:
