@@ -5,11 +5,12 @@ start, under a lock: this is for a deployment that migrates before its replicas 
 
     python -m app --host 0.0.0.0 --port 8000 --workers 2
 
-is ``uvicorn app.main:app`` plus ``--http app.web.server:GuardedHttpProtocol --timeout-keep-alive
-$ATLAS_KEEP_ALIVE_S``. ``--workers`` defaults to ``$WEB_CONCURRENCY`` (else 1), as uvicorn's does;
-on Linux several workers each listen on a socket of their own (``app.web.listeners``), so a class's
-connections are spread evenly across them. The confirmation's torch pool runs in a process of its
-own beside them (``app.confirm.launcher``), which every web worker asks.
+is ``uvicorn --factory app.main:create_app`` plus ``--http app.web.server:GuardedHttpProtocol
+--timeout-keep-alive $ATLAS_KEEP_ALIVE_S``. ``--workers`` defaults to ``$WEB_CONCURRENCY`` (else
+1), as uvicorn's does; on Linux several workers each listen on a socket of their own
+(``app.web.listeners``), so a class's connections are spread evenly across them. The
+confirmation's torch pool runs in a process of its own beside them (``app.confirm.launcher``),
+which every web worker asks.
 """
 
 import argparse
@@ -22,7 +23,8 @@ from app.live.database import SharedKeyError, require_shared_key
 from app.settings import get_settings
 from app.web import listeners
 
-APP = "app.main:app"
+# Each worker builds the app when it starts (uvicorn --factory).
+APP = "app.main:create_app"
 PROTOCOL = "app.web.server:GuardedHttpProtocol"
 
 
@@ -86,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with pool_process():
         listeners.run(
             APP,
+            factory=True,
             host=args.host,
             port=args.port,
             workers=args.workers,

@@ -1,4 +1,5 @@
-"""The ASGI application: ``app.main:app``.
+"""The ASGI application, built by ``create_app`` when a server starts, never at import
+(``uvicorn --factory app.main:create_app``; ``python -m app`` does so).
 
 ``ATLAS_LESSON_PATH`` names one lesson record (the lesson at ``/``, as always) or a folder of
 records (a course: the index at ``/``, each lesson at ``/learn/<slug>/`` with its lab's URLs under
@@ -148,6 +149,3 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outermost: every answer below, refusals and a 500 included, carries the headers.
     app.add_middleware(SecurityHeadersMiddleware)
     return app
-
-
-app = create_app()
