@@ -5,12 +5,12 @@ start, under a lock: this is for a deployment that migrates before its replicas 
 
     python -m app --host 0.0.0.0 --port 8000 --workers 2
 
-is ``uvicorn app.main:app`` plus ``--http app.web.server:GuardedHttpProtocol --timeout-keep-alive
-$ATLAS_KEEP_ALIVE_S``. ``--workers`` defaults to ``$WEB_CONCURRENCY`` (else 1), as uvicorn's does;
-on Linux several workers each listen on a socket of their own (``app.web.listeners``), so a class's
-connections are spread evenly across them. The confirmation's torch pool runs in a process of its
-own, started by whichever web worker takes its lock (``app.confirm.launcher``); every web worker
-asks it.
+is ``uvicorn --factory app.main:create_app`` plus ``--http app.web.server:GuardedHttpProtocol
+--timeout-keep-alive $ATLAS_KEEP_ALIVE_S``. ``--workers`` defaults to ``$WEB_CONCURRENCY`` (else
+1), as uvicorn's does; on Linux several workers each listen on a socket of their own
+(``app.web.listeners``), so a class's connections are spread evenly across them. The
+confirmation's torch pool runs in a process of its own, started by whichever web worker takes
+its lock (``app.confirm.launcher``); every web worker asks it.
 """
 
 import argparse
@@ -22,7 +22,8 @@ from app.live.database import SharedKeyError, require_shared_key
 from app.settings import get_settings
 from app.web import listeners
 
-APP = "app.main:app"
+# Each worker builds the app when it starts (uvicorn --factory).
+APP = "app.main:create_app"
 PROTOCOL = "app.web.server:GuardedHttpProtocol"
 
 
@@ -85,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(f"python -m app: refusing to start: {error}")
     listeners.run(
         APP,
+        factory=True,
         host=args.host,
         port=args.port,
         workers=args.workers,

@@ -1,8 +1,10 @@
-"""The ASGI application: ``app.main:app``.
+"""The ASGI application, built by ``create_app`` when a server starts, never at import
+(``uvicorn --factory app.main:create_app``; ``python -m app`` does so).
 
 ``ATLAS_LESSON_PATH`` names one lesson record (the lesson at ``/``, as always) or a folder of
 records (a course: the index at ``/``, each lesson at ``/learn/<slug>/`` with its lab's URLs under
-it). A lesson is one app either way; in a course it is mounted under its address.
+it). One app either way, with one ``/static`` and one ``/docs``: a lesson's routers are included
+under its address.
 """
 
 import logging
@@ -11,14 +13,12 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
-from jinja2_fragments.fastapi import Jinja2Blocks
 from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
-from starlette.types import ASGIApp, Lifespan, Receive, Scope, Send
 
 from app.confirm.host import confirm_settings
 from app.confirm.service import ConfirmService
-from app.lesson.course import CourseLesson, ServedLessons, load_course
+from app.lesson.course import ServedLessons, load_course
 from app.lesson.loader import LessonLoadError
 from app.live import database
 from app.live import routes as live_routes
@@ -27,7 +27,7 @@ from app.live.database import require_shared_key
 from app.live.deps import Redirect
 from app.live.lifecycle import running as live_class
 from app.live.service import RefusalError
-from app.routes import api, confirm, docs, health, lab, pages
+from app.routes import api, confirm, docs, health, lab, lesson_page, pages
 from app.routes import course as course_routes
 from app.settings import Settings, get_settings
 from app.web.errors import http_error
@@ -47,59 +47,30 @@ VERSION = "0.1.0"
 GZIP_LEVEL = 1
 
 
-def _serve_lesson(app: FastAPI, course: ServedLessons, item: CourseLesson) -> None:
-    """Give ``app`` its lesson: state for the routes, its title, and the routers it needs."""
+def _serve_lessons(app: FastAPI, course: ServedLessons) -> None:
+    """Include each lesson's routers under its address (the site's root for a lone lesson), only
+    those its parts need; a route finds its lesson by that address (``routes.lesson_page``'s
+    ``LessonDep``)."""
     app.state.course = course
-    app.state.lesson = item.lesson
-    app.state.rendered_lesson = item.rendered
-    app.state.lesson_parts = item.parts
-    app.title = f"{'Atlas lab' if item.parts.any else 'Atlas lesson'}: {item.lesson.record.title}"
-    app.include_router(pages.router)
-    if item.parts.any:
-        app.include_router(lab.router)
-    if item.parts.gradient_lab:
-        app.include_router(api.router)
-    if item.parts.confirm:
-        app.include_router(confirm.router)
+    app.state.lessons = {course.path(item.slug).rstrip("/"): item for item in course.lessons}
+    for prefix, item in app.state.lessons.items():
+        app.include_router(pages.router, prefix=prefix)
+        if item.parts.any:
+            app.include_router(lab.router, prefix=prefix)
+        if item.parts.gradient_lab:
+            app.include_router(api.router, prefix=prefix)
+        if item.parts.confirm:
+            app.include_router(confirm.router, prefix=prefix)
 
 
-def _api_app(
-    title: str, settings: Settings, templates: Jinja2Blocks, lifespan: Lifespan[FastAPI] | None
-) -> FastAPI:
-    """A FastAPI app with this project's /docs (vendored Swagger UI; FastAPI's own pages load
-    from a CDN, and there is no /redoc), its short 422s, its error pages, its templates and the
-    static files."""
-    telemetry = settings.opentelemetry  # off: no per-request check for a configured provider
-    app = FastAPI(
-        title=title,
-        version=VERSION,
-        lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
-        telemetry={"tracing": telemetry, "metrics": telemetry, "logs": telemetry},
-    )
-    app.state.settings = settings
-    app.state.templates = templates
-    app.state.route_paths = {}  # web.templating.route_path's
-    app.add_exception_handler(RequestValidationError, validation_error)
-    app.add_exception_handler(HTTPException, http_error)
-    app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
-    app.include_router(docs.router)
-    return app
-
-
-class _OwnAddress:
-    """A lesson app mounted under ``/learn/<slug>``: its ``url_for`` names its own routes, under
-    its own address (Starlette would resolve them in the outer app, from the outer root)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        scope = dict(scope)
-        scope.pop("router", None)
-        scope["app_root_path"] = scope.get("root_path", "")
-        await self.app(scope, receive, send)
+def _title(course: ServedLessons | None) -> str:
+    """The OpenAPI title: the lesson's, or the course's."""
+    if course is None:
+        return "Atlas lesson"
+    if course.folder:
+        return f"Atlas lessons: {len(course.lessons)} served"
+    item = course.lessons[0]
+    return f"{'Atlas lab' if item.parts.any else 'Atlas lesson'}: {item.lesson.record.title}"
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -116,9 +87,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         error: LessonLoadError | None = None
     except LessonLoadError as exc:
         course, error = None, exc
-    mounted: list[FastAPI] = []
-    # One environment for the app and every lesson mounted in it: each template compiled once.
-    templates = create_templates(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -127,10 +95,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise LessonLoadError(str(error))
         # The torch pool starts in the background: the server answers at once.
         service = ConfirmService(confirm_settings(settings, course))
+        lesson_page.prepare(app)
         async with AsyncExitStack() as stack:
-            for lesson_app in mounted:
-                lesson_app.state.confirm = service
-                await stack.enter_async_context(lesson_app.router.lifespan_context(lesson_app))
             app.state.confirm = service
             await stack.enter_async_context(live_class(app, settings, course))
             await service.start()
@@ -139,21 +105,28 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             finally:
                 await service.stop()
 
-    if course is not None and course.folder:
-        app = _api_app(
-            f"Atlas lessons: {len(course.lessons)} served", settings, templates, lifespan
-        )
-        app.state.course = course
-        app.include_router(course_routes.router)
-        for item in course.lessons:
-            lesson_app = _api_app("Atlas lesson", settings, templates, None)
-            _serve_lesson(lesson_app, course, item)
-            mounted.append(lesson_app)
-            app.mount(f"/learn/{item.slug}", _OwnAddress(lesson_app))
-    else:
-        app = _api_app("Atlas lesson", settings, templates, lifespan)
-        if course is not None:
-            _serve_lesson(app, course, course.lessons[0])
+    telemetry = settings.opentelemetry  # off: no per-request check for a configured provider
+    # This project's /docs (vendored Swagger UI; FastAPI's own pages load from a CDN), no /redoc.
+    app = FastAPI(
+        title=_title(course),
+        version=VERSION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        telemetry={"tracing": telemetry, "metrics": telemetry, "logs": telemetry},
+    )
+    app.state.settings = settings
+    app.state.templates = create_templates(settings)
+    app.state.route_paths = {}  # web.templating.route_path's
+    app.state.lessons = {}  # by address; none when the lesson could not be read
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(HTTPException, http_error)
+    app.mount("/static", AssetFiles(directory=settings.static_dir), name="static")
+    app.include_router(docs.router)
+    if course is not None:
+        if course.folder:
+            app.include_router(course_routes.router)
+        _serve_lessons(app, course)
     app.include_router(health.router)
     # The live class, beside the lesson (or the course): its routes follow the lesson's, so a
     # lesson's requests match theirs first, as fast as without a class.
@@ -176,6 +149,3 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outermost: every answer below, refusals and a 500 included, carries the headers.
     app.add_middleware(SecurityHeadersMiddleware)
     return app
-
-
-app = create_app()

@@ -15,6 +15,8 @@ from typing import IO
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+# The app, built by its factory as each worker starts (uvicorn --factory).
+APP = "app.main:create_app"
 
 
 @dataclass(frozen=True)
@@ -32,8 +34,17 @@ def free_port() -> int:
 
 def uvicorn_command(app: str, port: int, workers: int) -> list[str]:
     """The same settings for the app and its floor, so only the app's own work differs: served
-    as ``python -m app`` serves the lesson (``bench/_serve.py``), from the working directory."""
-    return [sys.executable, str(ROOT / "bench" / "_serve.py"), app, str(port), str(workers)]
+    as ``python -m app`` serves the lesson (``bench/_serve.py``), from the working directory.
+    ``APP`` is built by its factory; any other import string names an app."""
+    factory = ["--factory"] if app == APP else []
+    return [
+        sys.executable,
+        str(ROOT / "bench" / "_serve.py"),
+        app,
+        str(port),
+        str(workers),
+        *factory,
+    ]
 
 
 def launch(

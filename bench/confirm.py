@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from bench._procs import descendants, holds_torch
-from bench._servers import ROOT, Server, free_port, stop, uvicorn_command
+from bench._servers import APP, ROOT, Server, free_port, stop, uvicorn_command
 
 LESSON_FLAGS = ["--counts", "2,6", "--means", "1,3", "--eta", "0.1", "--w", "10"]
 
@@ -103,7 +103,7 @@ def warm_server(count: int) -> dict[str, Any]:
     runtime = tempfile.mkdtemp(prefix="atlas-confirm-bench-")
     env = {**os.environ, "ATLAS_CONFIRM_RUNTIME_DIR": runtime, "ATLAS_CONFIRM_CACHE_SIZE": "0"}
     launched = time.perf_counter()
-    process = subprocess.Popen(uvicorn_command("app.main:app", port, 1), cwd=ROOT, env=env)
+    process = subprocess.Popen(uvicorn_command(APP, port, 1), cwd=ROOT, env=env)
     url = f"http://127.0.0.1:{port}"
     server = Server(url=url, process=process)
     try:

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 
 from bench._procs import cpu_seconds, web_processes
-from bench._servers import ROOT, serve
+from bench._servers import APP, ROOT, serve
 
 LESSON = '"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10'
 
@@ -49,7 +49,7 @@ def main() -> None:
     args = parser.parse_args()
     env = {"ATLAS_CONFIRM_ENABLED": "false"}
     rows = []
-    with serve("app.main:app", workers=1, ready_path="/healthz", env=env, cwd=args.cwd) as server:
+    with serve(APP, workers=1, ready_path="/healthz", env=env, cwd=args.cwd) as server:
         processes = web_processes(server.process.pid)
         with httpx.Client(base_url=server.url, timeout=30) as client:
             for name, body in bodies().items():

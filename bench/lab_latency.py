@@ -15,7 +15,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from bench._servers import serve
+from bench._servers import APP, serve
 
 CHROMIUM = os.environ.get("ATLAS_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -97,7 +97,7 @@ def main() -> None:
 
     from playwright.sync_api import sync_playwright
 
-    with serve("app.main:app", workers=1, ready_path="/healthz") as server, sync_playwright() as p:
+    with serve(APP, workers=1, ready_path="/healthz") as server, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})

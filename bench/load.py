@@ -36,7 +36,7 @@ from typing import cast
 import httpx
 
 from bench._procs import cpu_seconds, machine_ticks, stolen_share, web_processes
-from bench._servers import ROOT, Server, serve
+from bench._servers import APP, ROOT, Server, serve
 from bench._wrk import SLIDER_VALUE_LUA, WrkResult, run_wrk, wrk_available
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -241,9 +241,7 @@ def measure(
     """Start the app (from ``app_dir``) and its floor, and load each target in paired runs."""
     with tempfile.TemporaryDirectory() as folder:
         pool_env = {"ATLAS_CONFIRM_RUNTIME_DIR": str(Path(folder) / "pool")}
-        with serve(
-            "app.main:app", workers=workers, ready_path="/healthz", env=pool_env, cwd=app_dir
-        ) as app:
+        with serve(APP, workers=workers, ready_path="/healthz", env=pool_env, cwd=app_dir) as app:
             STARTUP[f"app, {workers} worker(s)"] = app.startup_s
             wait_pool_settled(app)
             index = capture_floor_bodies(app, Path(folder), targets)
@@ -310,7 +308,7 @@ def paired_runs_parser(prog: str, description: str, seconds: float) -> argparse.
     parser.add_argument("--seconds", type=float, default=seconds, help="length of each wrk run")
     parser.add_argument("--pairs", type=int, default=3, help="floor/app run pairs per target")
     parser.add_argument(
-        "--app-dir", type=Path, default=ROOT, help="checkout whose app.main:app is loaded"
+        "--app-dir", type=Path, default=ROOT, help="checkout whose app.main:create_app is served"
     )
     return parser
 

@@ -30,7 +30,9 @@ BLOCKS = ("lab_results", "lab_charts", "lab_details")
 def contexts(states: int) -> tuple[Request, list[dict[str, Any]]]:
     """A request of the real app (for ``url_for``) and each new state's template context."""
     from app.lab.panel import page_context
-    from app.main import app
+    from app.main import create_app
+
+    app = create_app()
 
     rng = random.Random(8)
     with TestClient(app):  # the lifespan: the lesson and its parts, as a request sees them

@@ -105,9 +105,10 @@ async def cpu_us(app: ASGIApp, queries: Sequence[str]) -> float:
 
 
 async def run(requests: int, rounds: int) -> dict[str, list[float]]:
-    from app.main import app
+    from app.main import create_app
     from app.routes import lab as routes
 
+    app = create_app()
     rng = random.Random(8)
     queries = [new_state(rng) for _ in range(requests)]
     compute: ContextFn = vars(routes)["page_context"]

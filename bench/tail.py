@@ -33,7 +33,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench._servers import ROOT, Server, serve
+from bench._servers import APP, ROOT, Server, serve
 from bench._wrk import wrk_available
 from bench.load import (
     GOAL_P99_RATIO,
@@ -130,7 +130,7 @@ def measure(workers: int, seconds: float, pairs: int, app_dir: Path = ROOT) -> l
     with tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
         pool_env = {"ATLAS_CONFIRM_RUNTIME_DIR": str(Path(folder) / "pool")}
         app = stack.enter_context(
-            serve("app.main:app", workers=workers, ready_path="/healthz", env=pool_env, cwd=app_dir)
+            serve(APP, workers=workers, ready_path="/healthz", env=pool_env, cwd=app_dir)
         )
         wait_pool_settled(app)
         index = capture_floor_bodies(app, Path(folder), [TARGET])

@@ -35,7 +35,7 @@ from bench._classroom import (
     wait_pool_ready,
 )
 from bench._procs import holds_torch, rss_bytes, torch_processes, uvicorn_workers
-from bench._servers import Server, free_port, launch, serve, stop
+from bench._servers import APP, Server, free_port, launch, serve, stop
 
 LAB_QUERY = "counts=2,6&means=1,3&eta=0.1&w=10"
 HX = {"HX-Request": "true"}
@@ -109,7 +109,7 @@ def classroom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def test_server_starts_on_little_cpu_without_torch_and_stays_small(tmp_path: Path) -> None:
     """Start-up is judged by the CPU the server spent before its first answer: on a shared
     machine wall-clock time measures the neighbours too (bench/load.py reports wall time)."""
-    with serve("app.main:app", workers=1, ready_path="/healthz", env=own_pool(tmp_path)) as server:
+    with serve(APP, workers=1, ready_path="/healthz", env=own_pool(tmp_path)) as server:
         pid = server.process.pid
         startup_cpu = cpu_ticks(pid) / os.sysconf("SC_CLK_TCK")
         assert startup_cpu < 2.0, f"{startup_cpu:.2f} CPU seconds before the first answer"
@@ -171,7 +171,7 @@ def test_sigkill_mid_request_then_restart_keeps_what_the_student_had(tmp_path: P
         **own_pool(tmp_path),
     }
     command = [
-        sys.executable, "-m", "uvicorn", "app.main:app",
+        sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app",
         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
     ]  # fmt: skip
     lab_url = f"/lab?{LAB_QUERY}"

@@ -300,7 +300,8 @@ def launch(
 ) -> tuple[subprocess.Popen[bytes], str]:
     """A uvicorn under any interpreter flags and with any uvicorn options; waits for /healthz."""
     port = free_port()
-    command = [*interpreter, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
+    command = [*interpreter, "-m", "uvicorn", "--factory", "app.main:create_app"]
+    command += ["--host", "127.0.0.1"]
     command += ["--port", str(port), "--log-level", "warning", *options]
     process = subprocess.Popen(command, cwd=ROOT, env=env)
     url = f"http://127.0.0.1:{port}"

@@ -192,13 +192,23 @@ def test_a_lessons_address_without_its_slash_redirects_here(course: TestClient) 
     assert answer.headers["location"] == f"/learn/{SHARD}/"
 
 
-def test_the_openapi_titles_follow_the_lessons(course: TestClient) -> None:
-    assert course.get("/openapi.json").json()["info"]["title"] == "Atlas lessons: 3 served"
-    lesson = course.get(f"/learn/{SHARD}/openapi.json").json()
-    assert lesson["info"]["title"] == (
-        "Atlas lab: Sharded matrix multiplication and result ownership"
+def test_one_openapi_lists_each_lessons_operations_under_its_address(course: TestClient) -> None:
+    schema = course.get("/openapi.json").json()
+    assert schema["info"]["title"] == "Atlas lessons: 3 served"
+    paths = set(schema["paths"])
+    assert {
+        "/",
+        "/healthz",
+        f"/learn/{GRADIENT}/",
+        f"/learn/{SHARD}/",
+        f"/learn/{SHARD}/lab",
+    } <= paths
+    # Only the parts a lesson has: the gradient lab's API is the gradient lesson's alone.
+    assert {f"/learn/{GRADIENT}/api/gradient", f"/learn/{GRADIENT}/lab/confirm"} <= paths
+    assert not any(
+        p.startswith((f"/learn/{SHARD}/api/", f"/learn/{FLOAT_SLUG}/lab")) for p in paths
     )
-    assert not any(path.startswith("/api/") for path in lesson["paths"])
+    assert course.get(f"/learn/{SHARD}/openapi.json").status_code == 404
 
 
 def test_a_single_lesson_without_the_gradient_lab_at_the_root() -> None:
@@ -218,15 +228,21 @@ def test_a_single_lesson_without_the_gradient_lab_at_the_root() -> None:
         assert link["href"] == f"https://semiaifoundry.com/learn/atlas/{FLOAT_SLUG}/"
 
 
-def test_api_docs_are_served_from_this_host_at_every_level(course: TestClient) -> None:
-    for prefix in ("", f"/learn/{GRADIENT}"):
-        page = page_soup(course, f"{prefix}/docs")
-        root = page.find(id="swagger-ui")
-        assert root is not None
-        assert root["data-openapi-url"] == f"{prefix}/openapi.json"
-        assert course.get(f"{prefix}/openapi.json").status_code == 200
-        for script in page.find_all("script"):
-            assert str(script["src"]).startswith(f"{prefix}/static/")
+def test_one_api_docs_page_and_one_static_folder_serve_every_lesson(course: TestClient) -> None:
+    page = page_soup(course, "/docs")
+    root = page.find(id="swagger-ui")
+    assert root is not None
+    assert root["data-openapi-url"] == "/openapi.json"
+    for script in page.find_all("script"):
+        assert str(script["src"]).startswith("/static/")
+    lesson = page_soup(course, f"/learn/{GRADIENT}/")
+    assets = [str(tag["src"]) for tag in lesson.find_all("script")]
+    assets += [str(tag["href"]) for tag in lesson.find_all("link", rel="stylesheet")]
+    assert assets
+    assert all(asset.startswith("/static/") for asset in assets)
+    assert course.get(assets[0]).status_code == 200
+    for gone in ("docs", "openapi.json", assets[0].removeprefix("/")):
+        assert course.get(f"/learn/{GRADIENT}/{gone}").status_code == 404
 
 
 def test_head_answers_the_index_and_each_lesson_as_get_does(course: TestClient) -> None:

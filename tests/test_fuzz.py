@@ -24,7 +24,7 @@ from schemathesis.config import SchemathesisConfig
 
 from app.main import create_app
 from app.settings import Settings
-from bench._servers import Server, serve
+from bench._servers import APP, Server, serve
 
 FUZZ_EXAMPLES = 150
 CONFIRM_EXAMPLES = 20
@@ -67,7 +67,7 @@ def fuzz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     # Its own confirmation pool: answers do not depend on other servers of this checkout.
     pool_dir: Path = tmp_path_factory.mktemp("fuzz-pool")
     env = {"ATLAS_CONFIRM_RUNTIME_DIR": str(pool_dir)}
-    with serve("app.main:app", workers=1, ready_path="/healthz", env=env) as server:
+    with serve(APP, workers=1, ready_path="/healthz", env=env) as server:
         yield server
 
 

@@ -393,7 +393,7 @@ def test_lab_state_from_the_query_reaches_the_page(fresh: TestClient) -> None:
 
 def test_the_lesson_text_is_rendered_once_whatever_the_host(fresh: TestClient) -> None:
     """Every section's text comes from one rendering at start, with relative URLs only."""
-    sections = fresh.app.state.section_html  # type: ignore[attr-defined]
+    sections = fresh.app.state.section_html[""]  # type: ignore[attr-defined]
     assert len(sections) > len(QUESTIONS)
     pages = [fresh.get("/", headers={"host": host}).text for host in ("a.example", "b.example")]
     for html in sections.values():
@@ -408,7 +408,7 @@ def test_a_posted_answer_shows_its_feedback_among_the_sections_rendered_once(
 ) -> None:
     question = QUESTIONS[0]
     page = answer(fresh, question.id, "1").text
-    sections = fresh.app.state.section_html  # type: ignore[attr-defined]
+    sections = fresh.app.state.section_html[""]  # type: ignore[attr-defined]
     assert question.id not in sections  # a question's form is rendered per request
     assert all(html in page for html in sections.values())
     feedback = BeautifulSoup(page, "html.parser").select_one(f"#feedback-{question.id}")

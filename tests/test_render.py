@@ -272,10 +272,10 @@ def test_footer_carries_provenance_and_rights(soup: BeautifulSoup) -> None:
 
 
 def test_lesson_renders_once_at_startup(client: TestClient) -> None:
-    first = client.app.state.rendered_lesson  # type: ignore[attr-defined]
+    first = client.app.state.lessons[""].rendered  # type: ignore[attr-defined]
     assert isinstance(first, RenderedLesson)
     client.get("/")
-    assert client.app.state.rendered_lesson is first  # type: ignore[attr-defined]
+    assert client.app.state.lessons[""].rendered is first  # type: ignore[attr-defined]
 
 
 def test_rendered_lesson_structure(rendered: RenderedLesson) -> None:

@@ -318,7 +318,7 @@ def test_development_record_page_has_no_escapes_and_every_verdict(tmp_path: Path
         assert not ESCAPE_LEFT.search(main.get_text())
         assert "Engineering example" in text(main)
         assert "Use A = [[1,2],[3,4]] and B = [[5,6],[7,8]]." in text(main)
-        lesson = c.app.state.rendered_lesson  # type: ignore[attr-defined]
+        lesson = c.app.state.lessons[""].rendered  # type: ignore[attr-defined]
         for item in lesson.questions:
             q = item.question
             for number in range(1, len(q.options) + 1):

@@ -75,7 +75,8 @@ def start_two_workers(data_dir: Path) -> Server:
     env = {name: value for name, value in os.environ.items() if name != "ATLAS_SECRET_KEY"}
     env.update({"ATLAS_CONFIRM_ENABLED": "false", "ATLAS_DATA_DIR": str(data_dir)})
     command = [
-        *(sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"),
+        *(sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app"),
+        *("--host", "127.0.0.1"),
         *("--port", str(port), "--workers", "2", "--log-level", "warning"),
     ]
     return launch(command, port=port, ready_path="/healthz", env=env)
@@ -137,7 +138,7 @@ def test_start_logs_where_the_key_is_kept(tmp_path: Path) -> None:
     env = {name: value for name, value in os.environ.items() if name != "ATLAS_SECRET_KEY"}
     env["ATLAS_DATA_DIR"] = str(tmp_path / "data")
     result = subprocess.run(
-        [sys.executable, "-c", "import app.main"],
+        [sys.executable, "-c", "from app.main import create_app; create_app()"],
         env=env,
         capture_output=True,
         text=True,

@@ -191,7 +191,8 @@ def test_1500_half_sent_requests_do_not_delay_healthz(guarded: Server) -> None:
 
 
 def test_plain_uvicorn_takes_the_protocol_by_name(tmp_path: Path) -> None:
-    tail = ["-m", "uvicorn", "app.main:app", "--http", "app.web.server:GuardedHttpProtocol"]
+    tail = ["-m", "uvicorn", "--factory", "app.main:create_app"]
+    tail += ["--http", "app.web.server:GuardedHttpProtocol"]
     server = start([*tail, "--log-level", "warning"], LIMITS)
     try:
         with socket.create_connection(address(server)) as sock:

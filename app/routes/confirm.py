@@ -19,6 +19,7 @@ from app.lab.compute import compute, engine_error_detail
 from app.lab.panel import page_context
 from app.lab.state import LESSON_EXAMPLES, GradientRequest
 from app.routes import lesson_page
+from app.routes.lesson_page import LessonDep
 from app.web.jsonbody import JsonBodyRoute
 from app.web.limits import BODY_RESPONSES
 from app.web.templating import templates_of
@@ -108,7 +109,7 @@ async def confirm_status(request: Request) -> ServiceStatus:
 
 
 @router.post("/lab/confirm", name="confirm_lab", response_class=HTMLResponse)
-async def confirm_lab(request: Request) -> Response:
+async def confirm_lab(request: Request, lesson: LessonDep) -> Response:
     """The lab's state on real torch.distributed: the panel (htmx) or the whole page."""
     posted = await request.form()
     # The lab's parser reads text fields, one or several values per name, like a query string.
@@ -136,7 +137,8 @@ async def confirm_lab(request: Request) -> Response:
         template, context = "_confirm.html", lab_context
     else:
         template = lesson_page.PAGE_TEMPLATE
-        context = lesson_page.context(request, lab_context, lesson_page.results(request))
+        results = lesson_page.results(request, lesson)
+        context = lesson_page.context(request, lesson, lab_context, results)
     response = templates_of(request).TemplateResponse(
         request, template, {**context, "confirm": view}, status_code=status
     )

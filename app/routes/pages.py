@@ -1,9 +1,6 @@
 """The lesson page and its quiz answers: one URL, a whole page or (htmx) one question's feedback."""
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.responses import Response
 
@@ -17,27 +14,20 @@ from app.routes.lesson_page import (
     SCORE_COOKIE,
     SCORE_COOKIE_AGE,
     Feedback,
+    LessonDep,
 )
 from app.web.limits import BODY_RESPONSES
 from app.web.templating import route_path, templates_of
 
-
-@asynccontextmanager
-async def _render_once(app: FastAPI) -> AsyncIterator[None]:
-    # Runs inside the app's lifespan, after the lesson is loaded.
-    lesson_page.prepare(app)
-    yield
-
-
-router = APIRouter(tags=["pages"], lifespan=_render_once)
+router = APIRouter(tags=["pages"])
 
 
 # Uptime checks and link checkers ask with HEAD; kept out of the schema (one operation per path).
 @router.head("/", include_in_schema=False)
 @router.get("/", response_class=HTMLResponse, name="lesson_page")
-async def lesson_page_get(request: Request) -> Response:
+async def lesson_page_get(request: Request, lesson: LessonDep) -> Response:
     """The whole lesson: text, formulas, tables, quizzes with the score so far, the lab."""
-    return lesson_page.render(request, page_context(request.query_params))
+    return lesson_page.render(request, lesson, page_context(request.query_params))
 
 
 # The form is read by hand (to answer every fault with a message at the question); this
@@ -76,16 +66,17 @@ QUIZ_FORM = {
     openapi_extra=QUIZ_FORM,
     responses=BODY_RESPONSES,
 )
-async def answer_quiz(request: Request) -> Response:
+async def answer_quiz(request: Request, lesson: LessonDep) -> Response:
     """Check one answer (or show the answer): the question's feedback for htmx, else a 303 to the
     page at that question, which shows the same feedback from the attempts cookie."""
-    lesson = lesson_page.rendered(request)
-    questions = [q.question for q in lesson.questions]
-    results = lesson_page.results(request)
-    log = lesson_page.attempts(request)
+    questions = [q.question for q in lesson.rendered.questions]
+    results = lesson_page.results(request, lesson)
+    log = lesson_page.attempts(request, lesson)
     lab = page_context(request.query_params)
     form = await request.form()
     fields = {name: form.getlist(name) for name in ("question", "choice", "reveal")}
+    # The lesson's own page: where an answer without htmx goes back to, and its cookies' path.
+    page = route_path(request, "lesson_page")
     try:
         if fields["reveal"]:
             question = read_question(questions, fields)
@@ -104,8 +95,8 @@ async def answer_quiz(request: Request) -> Response:
         feedback = Feedback(progress=progress(question, log[question.id]))
     if request.headers.get("HX-Request") == "true":
         context = {
-            **lesson_page.context(request, lab, results),
-            "item": lesson.question(target.id) if target else None,
+            **lesson_page.context(request, lesson, lab, results),
+            "item": lesson.rendered.question(target.id) if target else None,
             "state": feedback,
             "oob_score": True,
         }
@@ -113,17 +104,15 @@ async def answer_quiz(request: Request) -> Response:
             request, "_quiz.html", context, block_name="feedback", status_code=status
         )
     elif status == 200 and target is not None:
-        # Post/redirect/get: the address stays the lesson's (under its own in a course), at the
-        # question.
-        page = route_path(request, "lesson_page")
+        # Post/redirect/get: the address stays the lesson's, at the question.
         response = RedirectResponse(f"{page}#{target.id}", status_code=303)
     else:
         if target is None:
-            context = lesson_page.context(request, lab, results, quiz_error=feedback.error)
+            context = lesson_page.context(request, lesson, lab, results, quiz_error=feedback.error)
         else:
-            shown = lesson_page.feedback_for(request, log)
+            shown = lesson_page.feedback_for(lesson, log)
             context = lesson_page.context(
-                request, lab, results, feedback={**shown, target.id: feedback}
+                request, lesson, lab, results, feedback={**shown, target.id: feedback}
             )
         response = templates_of(request).TemplateResponse(
             request, lesson_page.PAGE_TEMPLATE, context, status_code=status
@@ -132,7 +121,7 @@ async def answer_quiz(request: Request) -> Response:
     response.headers["Cache-Control"] = PERSONAL
     if status == 200:
         secret = request.app.state.settings.secret_key
-        lesson_id = request.app.state.lesson.record.id
+        lesson_id = lesson.lesson.record.id
         for name, value in (
             (SCORE_COOKIE, sign_results(results, secret, lesson_id)),
             (ATTEMPTS_COOKIE, sign_log(log, secret)),
@@ -141,7 +130,7 @@ async def answer_quiz(request: Request) -> Response:
                 name,
                 value,
                 # Each lesson of a course keeps its own score and attempts, under its own address.
-                path=request.scope.get("root_path", "") + "/",
+                path=page,
                 max_age=SCORE_COOKIE_AGE,
                 httponly=True,
                 samesite="lax",

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Scope
 
-from app.web.templating import templates_of
+from app.web.templating import app_root, below_root, section_of, templates_of
 
 log = logging.getLogger("atlas")
 
@@ -26,8 +26,7 @@ log = logging.getLogger("atlas")
 PATH_CHARS = 80
 
 
-# The JSON API's addresses below the app's root: a lesson's own, or (seen from a course's outer
-# app, as its middleware sees a request) a lesson's of the course.
+# The JSON API's addresses below the app's root: a lone lesson's, or a course's lesson's.
 _API_PATH = re.compile(r"(/learn/[^/]+)?/api(/|$)")
 
 
@@ -36,10 +35,7 @@ def wants_page(scope: Scope) -> bool:
     address outside the JSON API (``/api/...``, ``/learn/<slug>/api/...``)."""
     if "text/html" not in Headers(scope=scope).get("accept", ""):
         return False
-    path, root = scope.get("path", ""), scope.get("root_path", "")
-    if root and path.startswith(root):
-        path = path[len(root) :]
-    return _API_PATH.match(path) is None
+    return _API_PATH.match(below_root(scope)) is None
 
 
 def _phrase(status: int) -> str:
@@ -56,17 +52,16 @@ def error_response(
     response: Response | None = None
     if wants_page(scope):
         path = scope.get("path", "")
-        # The outer app of a course serves the index of lessons, a lesson's app its lesson.
-        lesson = getattr(scope["app"].state, "lesson", None) if "app" in scope else None
+        # Under a lesson's address its page, else (a course) the index of lessons.
+        section = section_of(scope) if "app" in scope else None
         context = {
             "status": status,
             "phrase": _phrase(status),
             "detail": detail if isinstance(detail, str) else None,
             "method": scope.get("method", "GET"),
             "path": path if len(path) <= PATH_CHARS else f"{path[:PATH_CHARS]}…",
-            # The page of the app that answers: the lesson, a course's lesson, or the index.
-            "home": f"{scope.get('app_root_path', scope.get('root_path', ''))}/",
-            "home_label": "Go to the lesson" if lesson is not None else "Go to the lessons",
+            "home": f"{app_root(scope)}{section or ''}/",
+            "home_label": "Go to the lesson" if section is not None else "Go to the lessons",
         }
         try:
             request = Request(scope)

@@ -24,7 +24,7 @@ settings are in the README's table; docs/deployment.md says what they withstand)
 * a **hang-up** is a normal event: one debug line, its answers dropped unwritten, no traceback.
 
 Use it with ``python -m app`` or ``uvicorn --http app.web.server:GuardedHttpProtocol``. Without it
-(plain ``uvicorn app.main:app``) none of this holds.
+(plain ``uvicorn --factory app.main:create_app``) none of this holds.
 """
 
 import asyncio

@@ -4,6 +4,7 @@ Assets are linked as ``/static/<path>?v=<content hash>``. A request carrying the
 is cached for a year as immutable; any other static request revalidates (ETag, 304).
 """
 
+import contextlib
 import hashlib
 import os
 from collections.abc import MutableMapping
@@ -20,6 +21,7 @@ from jinja2_fragments.fastapi import Jinja2Blocks
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import NoMatchFound
 from starlette.types import Scope
 
 from app.settings import Settings
@@ -56,21 +58,57 @@ def asset_version(static_dir: Path, relative: str) -> str:
     return _digest(path, stat.st_mtime_ns, stat.st_size)
 
 
-def route_path(request: Request, name: str, **params: str) -> str:
-    """The path of a named route under the app's own address: a path, not an absolute URL, so
-    nothing rendered depends on the Host a request names.
+def app_root(scope: Scope) -> str:
+    """The app's root path (a proxy's prefix): Starlette keeps it as ``app_root_path`` below a
+    mount such as ``/static``, whose own ``root_path`` ends in ``/static``."""
+    root: str = scope.get("app_root_path", scope.get("root_path", ""))
+    return root
 
-    A lookup walks every route (Starlette raises and catches one exception per route that does
-    not match); routes do not change under a running server, so each app keeps its paths by name
-    and parameters (``app.state.route_paths``, made by ``create_app``), a handful in all.
+
+def below_root(scope: Scope) -> str:
+    """The request's path below the app's root."""
+    path: str = scope.get("path", "")
+    root = app_root(scope)
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
+def section_of(scope: Scope) -> str | None:
+    """The address of the lesson the request is under: ``""`` for a lesson served at the site's
+    root, ``/learn/<slug>`` for one of a course's, None outside every lesson (a course's index,
+    say). The app keeps its lessons by address in ``app.state.lessons``."""
+    path = below_root(scope)
+    return next(
+        (prefix for prefix in scope["app"].state.lessons if path.startswith(f"{prefix}/")), None
+    )
+
+
+def _path_for(app: Any, section: str, name: str, params: dict[str, str]) -> str:
+    # Every lesson of a course has routes of the same names: under a lesson, its own.
+    if section:
+        for route in app.routes:
+            with contextlib.suppress(NoMatchFound):
+                path = str(route.url_path_for(name, **params))
+                if path.startswith(f"{section}/"):
+                    return path
+    return str(app.url_path_for(name, **params))
+
+
+def route_path(request: Request, name: str, **params: str) -> str:
+    """The path of a named route (the request's lesson's own, where the lesson has one): a path,
+    not an absolute URL, so nothing rendered depends on the Host a request names.
+
+    A lookup walks the routes (Starlette raises and catches one exception per route that does
+    not match); routes do not change under a running server, so the app keeps its paths by
+    lesson, name and parameters (``app.state.route_paths``, made by ``create_app``), a handful.
     """
     scope = request.scope
-    paths: dict[tuple[str, tuple[tuple[str, str], ...]], str] = scope["app"].state.route_paths
-    key = (name, tuple(params.items()))
+    paths: dict[tuple[str, str, tuple[tuple[str, str], ...]], str] = scope["app"].state.route_paths
+    section = section_of(scope) or ""
+    key = (section, name, tuple(params.items()))
     path = paths.get(key)
     if path is None:
-        path = paths[key] = str(scope["app"].url_path_for(name, **params))
-    return f"{scope.get('app_root_path', scope.get('root_path', ''))}{path}"
+        path = paths[key] = _path_for(scope["app"], section, name, params)
+    return f"{app_root(scope)}{path}"
 
 
 @pass_context
