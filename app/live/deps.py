@@ -34,7 +34,7 @@ async def db_session(request: Request) -> AsyncIterator[AsyncSession]:
     sent), rolled back if it raises. After commit, this worker's streams of each class changed
     look again (the other workers learn of it from the database: app/live/notify.py)."""
     db: Store = request.app.state.live_store
-    async with db.session() as session:
+    async with db.session(write=request.method not in ("GET", "HEAD")) as session:
         yield session
     feeds: Feeds = request.app.state.live_feeds
     feeds.wake(session.info.pop(store.CHANGED, ()))

@@ -9,6 +9,8 @@ one Alembic history. Deleting a class or a student deletes what hangs on it by t
 declared cascades (SQLite enforces them with ``foreign_keys=ON``).
 """
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -153,13 +155,24 @@ class Store:
 
     def __init__(self, url: str) -> None:
         self.engine = make_engine(url)
+        # SQLite lets one connection write at a time and makes the others sleep and retry
+        # (1, 2, 5, 10 … ms): 500 answers at once, each holding the write lock across the event
+        # loop's turns, slept for seconds. This worker's writers queue here instead, and only
+        # another worker's writer can make one wait in SQLite. PostgreSQL locks rows itself.
+        self._writing = asyncio.Lock() if self.engine.dialect.name == "sqlite" else None
         self.feed_engine = make_engine(url, pool_size=2, max_overflow=2)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self._feed_sessions = async_sessionmaker(self.feed_engine, expire_on_commit=False)
 
     @asynccontextmanager
-    async def session(self) -> AsyncIterator[AsyncSession]:
-        async with self._sessions() as session, session.begin():
+    async def session(self, write: bool = True) -> AsyncIterator[AsyncSession]:
+        """One transaction; ``write``: it may write (on SQLite it waits for this worker's
+        writers before it, see above)."""
+        async with contextlib.AsyncExitStack() as stack:
+            if write and self._writing is not None:
+                await stack.enter_async_context(self._writing)
+            session = await stack.enter_async_context(self._sessions())
+            await stack.enter_async_context(session.begin())
             yield session
 
     @asynccontextmanager
