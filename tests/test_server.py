@@ -409,6 +409,61 @@ def test_1000_slow_bodies_do_not_delay_healthz(as_shipped: Server) -> None:
             sock.close()
 
 
+@pytest.fixture(scope="module")
+def capped_at_two() -> Iterator[Server]:
+    """``python -m app`` (one worker) holding at most two connections; idle ones are kept far
+    longer than the test runs, so only the cap closes one."""
+    env = {
+        **CONFIRM_OFF,
+        "ATLAS_MAX_CONNECTIONS": "2",
+        "ATLAS_HEADER_TIMEOUT_S": "300",
+        "ATLAS_KEEP_ALIVE_S": "300",
+    }
+    tail = ["-m", "app", "--workers", "1", "--log-level", "warning", "--no-access-log"]
+    server = start(tail, env)
+    try:
+        yield server
+    finally:
+        stop(server)
+
+
+def answered(sock: socket.socket) -> bool:
+    """Ask /healthz on a kept-alive connection: whether a whole 200 came back (False once the
+    server has closed it)."""
+    try:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: lab\r\n\r\n")
+        sock.settimeout(10)
+        received = b""
+        while b"\r\n\r\n" not in received or not received.endswith(b"}"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                return False
+            received += chunk
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+    return received.startswith(b"HTTP/1.1 200")
+
+
+def test_the_cap_closes_the_connection_longest_without_progress_not_the_oldest(
+    capped_at_two: Server,
+) -> None:
+    # Connected first but active last: ``first`` connects and is answered, then ``second``, then
+    # ``first`` again. A third connection is one too many: the cap closes ``second``, idle the
+    # longest, and keeps ``first``, older but busier.
+    with (
+        socket.create_connection(address(capped_at_two)) as first,
+        socket.create_connection(address(capped_at_two)) as second,
+    ):
+        assert answered(first)
+        assert answered(second)
+        assert answered(first)
+        with socket.create_connection(address(capped_at_two)) as third:
+            # Answered, so the server has taken it in (the cap acts as it connects).
+            assert answered(third)
+            assert answered(first), "the oldest connection was closed, not the longest idle"
+            assert read_all(second, 10) == b"", "the longest idle connection is still open"
+
+
 STREAM_CAP = 20
 
 
