@@ -50,8 +50,11 @@ def settings() -> Settings:
 
 @pytest.fixture(scope="session")
 def client() -> Iterator[TestClient]:
-    """The real app with its lifespan run (lesson loaded), shared by a test session."""
-    with TestClient(create_app(Settings())) as test_client:
+    """The real app with its lifespan run (lesson loaded), shared by a test session, without
+    the confirmation's pool (``ATLAS_CONFIRM_ENABLED=false``: eight torch processes that only
+    the tests that confirm use, and that take both cores while they start). Tests that confirm
+    use ``confirm_client``."""
+    with TestClient(create_app(Settings(confirm_enabled=False))) as test_client:
         yield test_client
 
 
