@@ -168,8 +168,12 @@ def test_form_errors_stay_inline(web: TestClient) -> None:
     response = web.post("/quiz", data={"question": "no-such-question", "choice": "1"})
     assert response.status_code == 422
     soup = BeautifulSoup(response.text, "html.parser")
-    assert soup.select_one("#lab") is not None or soup.select_one(".quiz") is not None
+    # The lesson page itself (not an error page), the message at the quiz naming the field.
+    assert soup.select_one("nav.toc") is not None
     assert soup.select_one("main a[rel=home]") is None
+    alerts = soup.select(".quiz-error[role=alert]")
+    assert len(alerts) == 1
+    assert "form field “question”" in alerts[0].get_text()
 
 
 def test_home_follows_the_root_path() -> None:
