@@ -96,6 +96,7 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
         stop(server)
 
 
+@pytest.mark.server
 def test_two_workers_share_the_generated_key_and_a_restart_keeps_scores(
     two_workers: tuple[Server, Path],
 ) -> None:
