@@ -24,7 +24,7 @@ PIP_INSTALL      = $(BIN)/python -m pip install -q $(if $(CONSTRAINTS),-c $(CONS
 # The Python scripts `make` runs (no .py suffix: ruff and mypy are given them by name).
 SCRIPTS          = scripts/install-torch scripts/serve scripts/lock
 
-.PHONY: run test lint fmt bench lock torch-plan verify-image clean
+.PHONY: run test test-quick lint fmt bench lock torch-plan verify-image clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,12 @@ fmt: $(VENV)/.test-installed
 
 test: lint
 	$(BIN)/pytest
+
+# The inner loop: no lint, no browser, no torch pool, no real server, fewer hypothesis examples,
+# on two cores (tests of one xdist group, the clock-sensitive ones, stay on one worker).
+QUICK_MARKERS = not browser and not distributed and not server and not slow
+test-quick: $(VENV)/.test-installed
+	HYPOTHESIS_PROFILE=quick $(BIN)/pytest -n 2 --dist loadgroup -m '$(QUICK_MARKERS)'
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python -m bench

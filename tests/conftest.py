@@ -24,7 +24,9 @@ from app.settings import Settings
 # The suite shares two cores with other work: one example's wall time says nothing about the
 # code (a 0.7 ms example took 850 ms under load), so property tests run without a deadline.
 hypothesis_settings.register_profile("shared-machine", deadline=None)
-hypothesis_settings.load_profile("shared-machine")
+# `make test-quick`: a tenth of the examples, for the inner loop; `make test` runs them all.
+hypothesis_settings.register_profile("quick", deadline=None, max_examples=10)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "shared-machine"))
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("ATLAS_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -43,6 +45,47 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 pytest_plugins = ("tests.servers",)
 
 
+# What `make test-quick` leaves out (-m "not browser and not distributed and not server and not
+# slow"), beyond what a test marks itself: tests that take a real server or a confirmation pool by
+# fixture, and the modules (owned elsewhere) whose tests start servers inline.
+SERVER_FIXTURES = {
+    "live_server",
+    "postgres_server",
+    "postgres_url",
+    "private_postgres",
+    "redis_server",
+    "redis_url",
+    "private_redis",
+}
+POOL_FIXTURES = {"confirm_client"}
+SERVER_MODULES = {
+    "test_classroom.py",
+    "test_compression.py",
+    "test_confirm_cli.py",
+    "test_confirm_groups.py",
+    "test_listeners.py",
+    "test_live_server.py",
+    "test_makefile.py",
+    "test_readme.py",
+    "test_replicas.py",
+    "test_servers.py",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if (
+            fixtures & SERVER_FIXTURES
+            or item.path.name in SERVER_MODULES
+            or "postgresql+redis" in params.values()  # test_live's stores, taken by name
+        ):
+            item.add_marker(pytest.mark.server)
+        if fixtures & POOL_FIXTURES:
+            item.add_marker(pytest.mark.distributed)
+
+
 @pytest.fixture(scope="session")
 def settings() -> Settings:
     return Settings()
@@ -50,8 +93,11 @@ def settings() -> Settings:
 
 @pytest.fixture(scope="session")
 def client() -> Iterator[TestClient]:
-    """The real app with its lifespan run (lesson loaded), shared by a test session."""
-    with TestClient(create_app(Settings())) as test_client:
+    """The real app with its lifespan run (lesson loaded), shared by a test session, without
+    the confirmation's pool (``ATLAS_CONFIRM_ENABLED=false``: eight torch processes that only
+    the tests that confirm use, and that take both cores while they start). Tests that confirm
+    use ``confirm_client``."""
+    with TestClient(create_app(Settings(confirm_enabled=False))) as test_client:
         yield test_client
 
 

@@ -3,9 +3,14 @@ accepted, stored and counted, the question's latency and the memory per student.
 
 import re
 
+import pytest
+
 from bench._stores import postgres_bin, redis_binary
 from tests.conftest import run_benchmark
 from tests.servers import require
+
+# Runs bench.live: real servers (python -m app, PostgreSQL, Redis).
+pytestmark = pytest.mark.server
 
 
 def test_the_class_benchmark_runs_and_meets_its_goals_for_a_small_class() -> None:

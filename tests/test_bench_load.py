@@ -12,6 +12,7 @@ from bench.load import GOAL_TARGET
 from tests.conftest import ROOT, require_wrk, run_benchmark
 
 
+@pytest.mark.server
 def test_the_goal_row_runs_alone_and_reports_its_verdict() -> None:
     require_wrk()
     run = run_benchmark(

@@ -2,7 +2,12 @@
 table of contexts answers byte for byte what computing does, checked inside the benchmark) and
 it reports each of its three ways on a short run."""
 
+import pytest
+
 from tests.conftest import run_benchmark
+
+# Runs bench.serving against a real server.
+pytestmark = pytest.mark.server
 
 
 def test_serving_alone_is_measured_on_the_same_answers() -> None:

@@ -13,6 +13,9 @@ from bench._procs import cpu_seconds, web_processes
 from bench.load import GOAL_RPS_RATIO
 from tests.conftest import ROOT, require_wrk, run_benchmark
 
+# Real floor and goal servers, under wrk.
+pytestmark = pytest.mark.server
+
 
 def floor_index(folder: Path) -> Path:
     (folder / "pane").write_bytes(b"<p>pane</p>")

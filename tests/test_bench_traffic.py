@@ -17,6 +17,9 @@ from bench import drag, load
 from bench._wrk import run_wrk
 from tests.conftest import require_wrk
 
+# Real wrk against a recording server on loopback.
+pytestmark = pytest.mark.server
+
 require_wrk(module=True)
 
 Seen = list[tuple[str, dict[str, str]]]

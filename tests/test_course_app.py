@@ -129,10 +129,12 @@ def test_the_lab_urls_live_under_their_lesson(course: TestClient) -> None:
     # Paths under the lesson's own address (relative: nothing rendered names the Host).
     assert form["action"].startswith(f"/learn/{GRADIENT}/")
     assert str(form["hx-get"]).startswith(f"/learn/{GRADIENT}/lab")
-    assert course.get(f"/learn/{GRADIENT}/api/gradient?counts=2,6&means=1,3").status_code in (
-        200,
-        405,
+    api = course.post(
+        f"/learn/{GRADIENT}/api/gradient",
+        json={"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10},
     )
+    assert api.status_code == 200
+    assert api.json()["global_gradient"] == 2.5  # (2·1 + 6·3) / 8
     # Nothing of the gradient lab outside its lesson.
     assert course.get(f"/lab?{query}").status_code == 404
     assert course.get(f"/learn/{FLOAT_SLUG}/lab?{query}").status_code == 404

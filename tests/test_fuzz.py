@@ -26,6 +26,9 @@ from app.main import create_app
 from app.settings import Settings
 from bench._servers import APP, Server, serve
 
+# Schemathesis against a real uvicorn with its own pool.
+pytestmark = pytest.mark.server
+
 FUZZ_EXAMPLES = 150
 CONFIRM_EXAMPLES = 20
 

@@ -3,7 +3,6 @@ the server protocol's: tests/test_server.py.)"""
 
 import json
 import socket
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -172,12 +171,13 @@ def raw_exchange(server: LiveServer, head: bytes, body: bytes, wait: float) -> b
         return received
 
 
+@pytest.mark.server
 def test_declared_oversize_body_refused_before_it_is_sent(limited: LiveServer) -> None:
     head = (
         b"POST /api/gradient HTTP/1.1\r\nHost: lab\r\nContent-Type: application/json\r\n"
         b"Content-Length: 20000000\r\n\r\n"
     )
-    started = time.monotonic()
+    # No body is ever sent: a server that waited for it would never answer (the socket's
+    # timeout fails the test), so the 413 came from the declared length alone.
     answer = raw_exchange(limited, head, b"", wait=0.5)
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
-    assert time.monotonic() - started < 0.4, "the refusal waited for the body"
