@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from app.engine import EngineError
-from app.lab.compute import GradientResponse, compute, engine_error_detail
+from app.engine import EngineError, GradientResult
+from app.lab.compute import compute, engine_error_detail
 from app.lab.state import (
     LESSON_EXAMPLES,
     MAX_ECHO_DEPTH,
@@ -107,7 +107,7 @@ def test_request_model_level_errors_name_the_field() -> None:
 
 def test_compute_means_form_lesson_example() -> None:
     answer = compute(GradientRequest.model_validate(LESSON_EXAMPLES["means"]["value"]))
-    assert isinstance(answer, GradientResponse)
+    assert isinstance(answer, GradientResult)
     assert answer.form == "means"
     assert answer.global_gradient == pytest.approx(2.5)
     assert answer.rank_mean_gradient == pytest.approx(2.0)
@@ -131,7 +131,7 @@ def test_compute_accumulation_form_uses_window_counts_across_ranks() -> None:
         {"microbatches": [[[9, 9], [7, 7, 7, 7, 7, 7]], [[7, 7]]], "eta": 0.1, "w": 10}
     )
     answer = compute(request)
-    assert answer.counts == [8.0, 2.0]
+    assert answer.counts == (8.0, 2.0)
     assert answer.means == pytest.approx([2.5, 3.0])
     assert answer.global_gradient == pytest.approx((2 * 1 + 6 * 3 + 2 * 3) / 10)
     assert answer.accumulation is not None

@@ -1,52 +1,22 @@
 """Gradient accumulation: averaging unequal microbatch means against one count per window."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
-from app.engine.checks import finite_results, finite_scalar, quiet_overflow, ranked_items
-from app.engine.decimals import as_decimal
-from app.engine.errors import EngineError, renamed_fields
-from app.engine.gradient import (
-    GradientResult,
-    empty_warning,
-    from_means,
-    item_stats,
+from app.engine.checks import (
+    finite_results,
+    finite_scalar,
+    quiet_overflow,
+    ranked_items,
     require_items,
 )
-from app.engine.verdicts import Agreement, rounded, weighted_means
-
-
-@dataclass(frozen=True, slots=True)
-class AccumulationResult:
-    """One update window; ``counts[r][m]`` and ``means[r][m]`` are per rank r, microbatch m.
-
-    ``across_ranks`` is ``from_means`` over the per-rank window counts and window means: its
-    ``global_gradient`` is the window gradient, and its rank mean is what a mean reducer gets
-    when each rank accumulates correctly but the ranks' counts still differ.
-    """
-
-    P: int
-    N: float
-    microbatch_counts: tuple[int, ...]
-    counts: tuple[tuple[float, ...], ...]
-    means: tuple[tuple[float, ...], ...]
-    rank_counts: tuple[float, ...]
-    rank_naive_means: tuple[float, ...]
-    rank_window_means: tuple[float, ...]
-    eta: float
-    w: float
-    naive_gradient: float
-    window_gradient: float
-    scale_factors: tuple[tuple[float, ...], ...]
-    w_new_naive: float
-    w_new_window: float
-    w_new_difference: float
-    across_ranks: GradientResult
-    warnings: tuple[str, ...]
-    agreement: Agreement
+from app.engine.decimals import as_decimal
+from app.engine.errors import EngineError, renamed_fields
+from app.engine.gradient import empty_warning, from_means, item_stats
+from app.engine.results import AccumulationResult
+from app.engine.verdicts import rounded, weighted_means
 
 
 @quiet_overflow

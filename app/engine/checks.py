@@ -3,7 +3,7 @@
 import functools
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from typing import ParamSpec, TypeVar
 
 import numpy as np
@@ -157,3 +157,12 @@ def ranked_items(
     return [
         (np.array(y, dtype=np.float64), np.array(weight, dtype=np.float64)) for y, weight in pairs
     ]
+
+
+def require_items(
+    pairs: Sequence[tuple[Sized, Sized]], total: float, items_field: str = "targets"
+) -> None:
+    """``N = 0`` is refused, naming ``weights`` when items exist but every one is masked."""
+    if total == 0:
+        field = "weights" if any(len(y) for y, _ in pairs) else items_field
+        raise EngineError(field, "no valid items in this update")

@@ -1,9 +1,7 @@
 """One optimizer update's gradient from per-rank counts and means: global item mean vs rank mean."""
 
 import math
-from collections.abc import Sequence, Sized
-from dataclasses import dataclass, replace
-from typing import NamedTuple
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -14,44 +12,12 @@ from app.engine.checks import (
     finite_scalar,
     quiet_overflow,
     ranked_items,
+    require_items,
 )
-from app.engine.decimals import Ratio, decimal_ratio
+from app.engine.decimals import decimal_ratio
 from app.engine.errors import EngineError, renamed_fields
-from app.engine.verdicts import Agreement, ratio_float, weighted_means
-
-
-class Exact(NamedTuple):
-    """N, both steps and their difference exactly, as unreduced ratios (numerator, denominator
-    > 0): a result's floats are these rounded once."""
-
-    N: Ratio
-    w_new: Ratio
-    w_new_rank_mean: Ratio
-    w_new_difference: Ratio
-
-
-@dataclass(frozen=True, slots=True)
-class GradientResult:
-    """Both reductions of one update; per-rank tuples are indexed by rank ``r = 0 … P-1``."""
-
-    P: int
-    N: float
-    counts: tuple[float, ...]
-    means: tuple[float, ...]
-    eta: float
-    w: float
-    global_gradient: float
-    rank_mean_gradient: float
-    scale_factors: tuple[float, ...]
-    compensated_means: tuple[float, ...]
-    w_new: float
-    w_new_rank_mean: float
-    w_new_difference: float
-    influence_global: tuple[float, ...]
-    influence_rank_mean: tuple[float, ...]
-    warnings: tuple[str, ...]
-    agreement: Agreement
-    exact: Exact
+from app.engine.results import Exact, GradientResult
+from app.engine.verdicts import ratio_float, weighted_means
 
 
 def empty_warning(label: str, plain: str, divisor: str, given_mean: float = 0.0) -> str:
@@ -176,6 +142,7 @@ def from_means(
             influence_rank_mean=influence_rank_mean,
         )
     return GradientResult(
+        form="means",
         P=ranks,
         N=total,
         counts=tuple(n),
@@ -203,15 +170,6 @@ def item_stats(y: FloatArray, weight: FloatArray, w: float) -> tuple[float, floa
     if n == 0:
         return 0.0, 0.0
     return n, float(np.dot(weight, w - y) / n)
-
-
-def require_items(
-    pairs: Sequence[tuple[Sized, Sized]], total: float, items_field: str = "targets"
-) -> None:
-    """``N = 0`` is refused, naming ``weights`` when items exist but every one is masked."""
-    if total == 0:
-        field = "weights" if any(len(y) for y, _ in pairs) else items_field
-        raise EngineError(field, "no valid items in this update")
 
 
 @quiet_overflow
@@ -248,4 +206,4 @@ def from_items(
     count_field = "targets" if weights is None else "weights"
     with renamed_fields({"counts": count_field, "means": "targets"}):
         result = from_means(n.tolist(), mean.tolist(), eta=eta, w=w)
-    return replace(result, warnings=(*result.warnings, *masked))
+    return result.model_copy(update={"form": "items", "warnings": (*result.warnings, *masked)})

@@ -3,55 +3,26 @@
 import math
 import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from itertools import repeat
 
 import numpy as np
 
-from app.engine.checks import finite_results, finite_scalar, quiet_overflow, ranked_lists
+from app.engine.checks import (
+    finite_results,
+    finite_scalar,
+    quiet_overflow,
+    ranked_lists,
+    require_items,
+)
 from app.engine.decimals import decimal_ratio, ratio_sum
 from app.engine.errors import EngineError
-from app.engine.gradient import require_items
+from app.engine.results import Trajectory
 from app.engine.verdicts import ratio_float
 
 MAX_STEPS = 1000
 # Beyond this |w| a diverging run is stopped: the loss ½(w - y)² stays far inside the float range.
 W_LIMIT = 1e100
 SCHEMES = ("global", "rank-mean")
-
-
-@dataclass(frozen=True, slots=True)
-class Trajectory:
-    """Iterates and losses of both schemes; every tuple has ``steps + 1`` entries, from ``w``.
-
-    ``steps`` is the number of steps taken: ``requested_steps`` unless a diverging run passed
-    ``|w| > 1e100`` first (then ``diverged`` is true and a warning says where it stopped).
-    """
-
-    steps: int
-    requested_steps: int
-    w_global: tuple[float, ...]
-    w_rank_mean: tuple[float, ...]
-    loss_global: tuple[float, ...]
-    loss_rank_mean: tuple[float, ...]
-    fixed_point_global: float
-    fixed_point_rank_mean: float
-    loss_minimum: float
-    loss_at_rank_mean_fixed_point: float
-    contraction_global: float
-    contraction_rank_mean: float
-    diverged: bool
-    warnings: tuple[str, ...]
-
-    @property
-    def loss_final_global(self) -> float:
-        """The global scheme's loss after its last step."""
-        return self.loss_global[-1]
-
-    @property
-    def loss_final_rank_mean(self) -> float:
-        """The rank-mean scheme's loss after its last step."""
-        return self.loss_rank_mean[-1]
 
 
 def _steps(value: int) -> int:

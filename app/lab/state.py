@@ -8,7 +8,7 @@ The arithmetic lives in ``app.engine``.
 """
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -36,7 +36,7 @@ MAX_ABS_VALUE = 1e12
 MAX_ETA = 1e6
 MAX_STEPS = engine.MAX_STEPS
 
-Form = Literal["means", "items", "accumulation"]
+Form = engine.Form
 FORM_FIELDS: dict[str, Form] = {
     "counts": "means",
     "targets": "items",
