@@ -147,6 +147,7 @@ def host_changes(request: Request, snapshot: Snapshot, last: Snapshot) -> str:
         return ""
     context = {
         "request": request,
+        "code": snapshot.code,
         "now_html": Markup(now_html),
         "changed": [row for row in rows if row.id in before],
         "joined": [row for row in rows if row.id not in before],

@@ -34,6 +34,7 @@ class Classroom:
     data_dir: Path
     port: int
     server: Server | None = None
+    workers: int = 1
 
     @property
     def url(self) -> str:
@@ -46,7 +47,8 @@ class Classroom:
             "ATLAS_SECRET_KEY": KEY,
             "ATLAS_CONFIRM_ENABLED": "false",
         }
-        command = [sys.executable, "-m", "app", "--port", str(self.port), "--log-level", "warning"]
+        command = [sys.executable, "-m", "app", "--port", str(self.port)]
+        command += ["--workers", str(self.workers), "--log-level", "warning"]
         self.server = launch(command, port=self.port, ready_path="/healthz", env=env)
 
     def stop(self) -> None:
