@@ -1,9 +1,9 @@
-"""Private PostgreSQL and Redis servers from Debian's binaries, for the tests and the benchmarks.
+"""Private PostgreSQL servers from Debian's binaries, for the tests and the benchmarks.
 
-Each server runs in a temporary folder on a free loopback port: PostgreSQL is a cluster made by
-``initdb`` with trust authentication (run as ``postgres`` when we are root), Redis saves
-nothing. :func:`running` starts one and, whatever happens, stops it and removes its folder;
-``stop()`` and ``start()`` stop and restart one on the same port (fault tests).
+Each server runs in a temporary folder on a free loopback port: a cluster made by ``initdb`` with
+trust authentication (run as ``postgres`` when we are root). :func:`running` starts one and,
+whatever happens, stops it and removes its folder; ``stop()`` and ``start()`` stop and restart
+one on the same port and data (fault tests).
 """
 
 import ctypes
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any
 
 from bench._servers import free_port
 
@@ -30,7 +30,6 @@ POSTGRES_ROOT = Path(os.environ.get("ATLAS_TEST_POSTGRES_ROOT", "/usr/lib/postgr
 POSTGRES_MIN_VERSION = 15
 # Runs as this user when the tests run as root (PostgreSQL refuses to run as root).
 POSTGRES_USER = "postgres"
-REDIS_SERVER = os.environ.get("ATLAS_TEST_REDIS_SERVER", "redis-server")
 START_TIMEOUT_S = 30.0
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 STOP_TIMEOUT_S = 15.0
@@ -45,11 +44,6 @@ def postgres_bin(root: Path = POSTGRES_ROOT) -> Path | None:
     ]
     usable = [version for version in versions if version >= POSTGRES_MIN_VERSION]
     return root / str(max(usable)) / "bin" if usable else None
-
-
-def redis_binary(name: str = REDIS_SERVER) -> Path | None:
-    found = shutil.which(name)
-    return Path(found) if found else None
 
 
 def port_open(port: int) -> bool:
@@ -91,39 +85,14 @@ def _wait_until(ready: Callable[[], bool], process: subprocess.Popen[bytes], wha
 
 
 @dataclass(kw_only=True)
-class _Server:
-    """A server process in ``folder`` (its log too) on a loopback ``port``."""
+class Postgres:
+    """A private PostgreSQL cluster in ``folder`` (its log too) on a loopback ``port``: trust
+    authentication, loopback only, no fsync (test data)."""
 
+    bin_dir: Path
     folder: Path
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
-    # How it is asked to stop (PostgreSQL: SIGINT, a fast shutdown that keeps the data).
-    stop_signal: ClassVar[signal.Signals] = signal.SIGTERM
-
-    def ready(self) -> bool:
-        raise NotImplementedError
-
-    def stop(self) -> None:
-        if self.process is not None:
-            _stop(self.process, self.stop_signal)
-
-    def _launch(self, argv: list[str], **popen: Any) -> None:
-        """Run ``argv``, its output to ``<name>.log``, and wait until :meth:`ready`."""
-        name = type(self).__name__
-        with (self.folder / f"{name.lower()}.log").open("ab") as log:
-            process = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_end_with_parent, **popen
-            )
-        self.process = process
-        _wait_until(self.ready, process, f"{name} on port {self.port}")
-
-
-@dataclass(kw_only=True)
-class Postgres(_Server):
-    """A private PostgreSQL cluster: trust authentication, loopback only, no fsync (test data)."""
-
-    bin_dir: Path
-    stop_signal: ClassVar[signal.Signals] = signal.SIGINT
 
     @property
     def data_dir(self) -> Path:
@@ -153,12 +122,20 @@ class Postgres(_Server):
 
     def start(self) -> None:
         """Start (or start again, on the same port and data) and wait until it accepts."""
-        self._launch(
-            [str(self.bin_dir / "postgres"), "-D", str(self.data_dir), "-p", str(self.port),
-             "-k", str(self.folder), "-h", "127.0.0.1", "-c", "fsync=off",
-             "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
-            **self._as_owner(),
-        )  # fmt: skip
+        with (self.folder / "postgres.log").open("ab") as log:
+            self.process = subprocess.Popen(
+                [str(self.bin_dir / "postgres"), "-D", str(self.data_dir), "-p", str(self.port),
+                 "-k", str(self.folder), "-h", "127.0.0.1", "-c", "fsync=off",
+                 "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
+                stdout=log, stderr=subprocess.STDOUT, preexec_fn=_end_with_parent,
+                **self._as_owner(),
+            )  # fmt: skip
+        _wait_until(self.ready, self.process, f"PostgreSQL on port {self.port}")
+
+    def stop(self) -> None:
+        """A fast shutdown (SIGINT): every client disconnected, the data kept."""
+        if self.process is not None:
+            _stop(self.process, signal.SIGINT)
 
     def ready(self) -> bool:
         done = subprocess.run(
@@ -189,39 +166,6 @@ class Postgres(_Server):
         self.psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-@dataclass(kw_only=True)
-class Redis(_Server):
-    """A private Redis: loopback only, nothing saved to disk."""
-
-    binary: Path
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        """Start (or start again, on the same port, empty) and wait until it answers PING."""
-        self._launch(
-            [str(self.binary), "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", str(self.folder)],
-        )  # fmt: skip
-
-    def command(self, *words: str) -> bytes:
-        """One command in RESP, its raw reply (the tests' own client: no driver needed)."""
-        request = f"*{len(words)}\r\n".encode() + b"".join(
-            f"${len(word.encode())}\r\n{word}\r\n".encode() for word in words
-        )
-        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as sock:
-            sock.sendall(request)
-            return sock.recv(65536)
-
-    def ready(self) -> bool:
-        try:
-            return self.command("PING") == b"+PONG\r\n"
-        except OSError:
-            return False
-
-
 def _remove(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
@@ -239,16 +183,8 @@ def new_postgres(bin_dir: Path) -> Postgres:
     return server
 
 
-def new_redis(binary: Path) -> Redis:
-    """A server configured in a new temporary folder, not yet started."""
-    return Redis(binary=binary, folder=Path(tempfile.mkdtemp(prefix="atlas-redis-")))
-
-
-Server = TypeVar("Server", Postgres, Redis)
-
-
 @contextmanager
-def running(server: Server) -> Iterator[Server]:
+def running(server: Postgres) -> Iterator[Postgres]:
     """Start ``server``; stop it and remove its folder afterwards, whatever the test did."""
     try:
         server.start()

@@ -41,7 +41,7 @@ CHROMIUM_ARGS = [
 ]
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
-# Private PostgreSQL and Redis servers (postgres_url, redis_url, private_postgres, ...).
+# Private PostgreSQL servers (postgres_server, postgres_url, private_postgres).
 pytest_plugins = ("tests.servers",)
 
 
@@ -53,9 +53,6 @@ SERVER_FIXTURES = {
     "postgres_server",
     "postgres_url",
     "private_postgres",
-    "redis_server",
-    "redis_url",
-    "private_redis",
 }
 POOL_FIXTURES = {"confirm_client"}
 SERVER_MODULES = {
@@ -79,7 +76,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if (
             fixtures & SERVER_FIXTURES
             or item.path.name in SERVER_MODULES
-            or "postgresql+redis" in params.values()  # test_live's stores, taken by name
+            or "postgresql" in params.values()  # test_live's stores, taken by name
         ):
             item.add_marker(pytest.mark.server)
         if fixtures & POOL_FIXTURES:

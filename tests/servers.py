@@ -1,9 +1,9 @@
-"""Private PostgreSQL and Redis servers for the tests (bench/_stores.py starts them).
+"""Private PostgreSQL servers for the tests (bench/_stores.py starts them).
 
-Nothing is configured by hand: ``.ci/run`` installs Debian's ``postgresql`` and ``redis-server``
-and these fixtures do the rest, each server stopped (its processes gone, its folder removed) by
-the fixture that started it. A missing binary skips the test with the reason; under ``CI=true``
-it fails (CI installs both, so a skip there would hide a broken install step).
+Nothing is configured by hand: ``.ci/run`` installs Debian's ``postgresql`` and these fixtures do
+the rest, each server stopped (its processes gone, its folder removed) by the fixture that
+started it. A missing PostgreSQL skips the test with the reason; under ``CI=true`` it fails (CI
+installs it, so a skip there would hide a broken install step).
 
 Registered as a plugin by ``tests/conftest.py``.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench import _stores
-from bench._stores import POSTGRES_MIN_VERSION, POSTGRES_ROOT, REDIS_SERVER, Postgres, Redis
+from bench._stores import POSTGRES_MIN_VERSION, POSTGRES_ROOT, Postgres
 
 
 def require(found: Path | None, reason: str) -> Path:
@@ -27,22 +27,18 @@ def require(found: Path | None, reason: str) -> Path:
     pytest.skip(reason)
 
 
-def new_postgres() -> Postgres:
-    """Skip (or fail under CI) without PostgreSQL 15+; else a cluster made but not started."""
-    bin_dir = require(
+def required_postgres_bin() -> Path:
+    """The ``bin`` folder of PostgreSQL 15+; skip (or fail under CI) without one."""
+    return require(
         _stores.postgres_bin(),
         f"no PostgreSQL {POSTGRES_MIN_VERSION}+ under {POSTGRES_ROOT}"
         " (apt-get install -y postgresql)",
     )
-    return _stores.new_postgres(bin_dir)
 
 
-def new_redis() -> Redis:
-    """Skip (or fail under CI) without redis-server; else a server configured but not started."""
-    binary = require(
-        _stores.redis_binary(), f"no {REDIS_SERVER} on PATH (apt-get install -y redis-server)"
-    )
-    return _stores.new_redis(binary)
+def new_postgres() -> Postgres:
+    """Skip (or fail under CI) without PostgreSQL 15+; else a cluster made but not started."""
+    return _stores.new_postgres(required_postgres_bin())
 
 
 @pytest.fixture(scope="session")
@@ -66,25 +62,4 @@ def postgres_url(postgres_server: Postgres) -> Iterator[str]:
 def private_postgres() -> Iterator[Postgres]:
     """A PostgreSQL of this test's own, which it may stop and start (fault tests)."""
     with _stores.running(new_postgres()) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[Redis]:
-    """One Redis for the session."""
-    with _stores.running(new_redis()) as server:
-        yield server
-
-
-@pytest.fixture
-def redis_url(redis_server: Redis) -> str:
-    """The session's Redis, emptied for this test."""
-    redis_server.command("FLUSHALL")
-    return redis_server.url
-
-
-@pytest.fixture
-def private_redis() -> Iterator[Redis]:
-    """A Redis of this test's own, which it may stop and start (fault tests)."""
-    with _stores.running(new_redis()) as server:
         yield server

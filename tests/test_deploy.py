@@ -74,37 +74,34 @@ def test_exactly_one_service_runs_the_torch_pool(services: dict[str, dict[str, A
     assert services["confirm"].get("deploy", {}).get("replicas", 1) == 1
 
 
-def test_every_replica_shares_the_key_database_and_broker(
+def test_every_replica_shares_the_key_and_database_and_waits_for_it(
     services: dict[str, dict[str, Any]],
 ) -> None:
     shared = [services[name]["environment"] for name in APP_SERVICES]
-    for key in ("ATLAS_SECRET_KEY", "ATLAS_DATABASE_URL", "ATLAS_REDIS_URL"):
+    for key in ("ATLAS_SECRET_KEY", "ATLAS_DATABASE_URL"):
         assert len({env[key] for env in shared}) == 1, key
     env = shared[0]
     assert env["ATLAS_SECRET_KEY"].startswith("${ATLAS_SECRET_KEY:?")  # no default key
+    # Straight to PostgreSQL (no pooler between): each worker LISTENs there for the changes.
     assert env["ATLAS_DATABASE_URL"].startswith("postgresql://atlas:${POSTGRES_PASSWORD:?")
     assert env["ATLAS_DATABASE_URL"].endswith("@postgres:5432/atlas")
-    assert env["ATLAS_REDIS_URL"] == "redis://redis:6379/0"
     for name in APP_SERVICES:
-        assert set(services[name]["depends_on"]) == {"postgres", "redis"}
-        assert all(
-            dependency["condition"] == "service_healthy"
-            for dependency in services[name]["depends_on"].values()
-        )
+        assert services[name]["depends_on"] == {"postgres": {"condition": "service_healthy"}}
 
 
-def test_postgresql_15_or_later_and_redis_7_with_volumes_and_health_checks(
+def test_postgresql_15_or_later_is_the_only_store_with_its_volume_and_health_check(
     compose: dict[str, Any], services: dict[str, dict[str, Any]]
 ) -> None:
-    postgres_major = re.search(r":(\d+)", services["postgres"]["image"])
+    postgres = services["postgres"]
+    postgres_major = re.search(r":(\d+)", postgres["image"])
     assert postgres_major is not None
     assert int(postgres_major.group(1)) >= 15
-    assert re.search(r"redis:7\b", services["redis"]["image"])
-    for name, data_dir in (("postgres", "/var/lib/postgresql/data"), ("redis", "/data")):
-        volume, target = services[name]["volumes"][0].split(":")
-        assert target == data_dir
-        assert volume in compose["volumes"]
-        assert services[name]["healthcheck"]["test"]
+    volume, target = postgres["volumes"][0].split(":")
+    assert target == "/var/lib/postgresql/data"
+    assert set(compose["volumes"]) == {volume}
+    assert "pg_isready" in " ".join(postgres["healthcheck"]["test"])
+    # The classes' changes travel by PostgreSQL's LISTEN/NOTIFY: no broker beside it.
+    assert set(services) == {"proxy", "app", "confirm", "postgres"}
 
 
 def test_the_proxy_is_the_only_way_in_and_waits_for_healthy_replicas(

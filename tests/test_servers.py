@@ -1,4 +1,4 @@
-"""The private PostgreSQL and Redis fixtures: they start, answer, stop, and leave nothing behind."""
+"""The private PostgreSQL fixtures: they start, answer, stop, and leave nothing behind."""
 
 import os
 import subprocess
@@ -8,7 +8,7 @@ import pytest
 
 from bench import _stores
 from tests import servers
-from tests.servers import Postgres, Redis
+from tests.servers import Postgres
 
 
 def family(pid: int) -> set[int]:
@@ -74,43 +74,17 @@ def test_drop_database_refuses_any_other_name(postgres_server: Postgres) -> None
         postgres_server.drop_database(postgres_server.url("postgres"))
 
 
-def test_redis_starts_answers_and_leaves_nothing_behind() -> None:
-    server = servers.new_redis()
-    with _stores.running(server):
-        assert server.command("SET", "answer", "42") == b"+OK\r\n"
-        assert server.command("GET", "answer") == b"$2\r\n42\r\n"
-        assert server.process is not None
-        started = family(server.process.pid)
-    assert server.process.poll() is not None
-    assert not _stores.port_open(server.port)
-    assert alive(started) == set()
-    assert not server.folder.exists()
-
-
-def test_redis_restart_on_the_same_port_starts_empty(private_redis: Redis) -> None:
-    private_redis.command("SET", "gone", "1")
-    private_redis.stop()
-    assert not private_redis.ready()
-    private_redis.start()
-    assert private_redis.command("EXISTS", "gone") == b":0\r\n"
-
-
-def test_redis_url_is_emptied_for_each_test(redis_server: Redis, redis_url: str) -> None:
-    assert redis_url == f"redis://127.0.0.1:{redis_server.port}/0"
-    assert redis_server.command("DBSIZE") == b":0\r\n"
-
-
 def test_a_server_that_fails_to_start_is_reported_not_waited_for(tmp_path: Path) -> None:
-    server = Redis(binary=Path("/bin/false"), folder=tmp_path)
-    with pytest.raises(RuntimeError, match="exited with 1 before it accepted"):
+    # No cluster was made in ``tmp_path`` (no initdb): postgres exits at once, saying so.
+    server = Postgres(bin_dir=servers.required_postgres_bin(), folder=tmp_path)
+    with pytest.raises(RuntimeError, match=r"PostgreSQL on port \d+ exited with \d+ before"):
         server.start()
 
 
 def test_missing_server_skips_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CI", raising=False)
-    with pytest.raises(pytest.skip.Exception, match="no redis-server-nowhere on PATH"):
-        servers.require(_stores.redis_binary("redis-server-nowhere"),
-                        "no redis-server-nowhere on PATH")  # fmt: skip
+    with pytest.raises(pytest.skip.Exception, match="no PostgreSQL nowhere"):
+        servers.require(_stores.postgres_bin(Path("/nowhere")), "no PostgreSQL nowhere")
 
 
 def test_missing_server_fails_under_ci(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""Liveness and what this server runs: the lessons served, the records skipped, torch, and
-whether the live classes' database and broker answer."""
+"""Liveness and what this server runs: the lessons served, the records skipped, torch, whether
+the live classes' database answers and how this worker follows the others' changes."""
 
 from typing import Literal
 
@@ -29,8 +29,9 @@ class SkippedRecord(BaseModel):
 class Health(BaseModel):
     status: Literal["ok", "degraded"] = Field(
         description=(
-            "degraded: a record in the lesson folder could not be served (see skipped), or the"
-            " classes' database or Redis does not answer (see database, redis)"
+            "degraded: a record in the lesson folder could not be served (see skipped), the"
+            " classes' database does not answer (see database_reachable), or this worker's"
+            " LISTEN is lost (see changes)"
         )
     )
     lesson_id: str | None = Field(description="The lesson, when exactly one is served")
