@@ -1,9 +1,8 @@
-"""The engine's plain-float paths against independent references, bit for bit.
+"""The engine's plain-float paths against references from the definitions, bit for bit.
 
 ``from_means`` works on Python floats and decides its verdict in integers
-(``verdicts.weighted_means``); the references below are the same IEEE operations elementwise in
-NumPy, and the exact means and the verdict's conditions in ``Fraction`` of the numbers as written,
-from the conditions' definitions.
+(``verdicts.weighted_means``); the references below compute every result in ``Fraction`` of the
+numbers as written, from the formulas' and the verdict's conditions' definitions, rounded once.
 """
 
 import math
@@ -11,7 +10,6 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -19,7 +17,6 @@ from hypothesis import strategies as st
 from app.engine import EngineError, from_means
 from app.engine.checks import SMALLEST_COUNT, finite_floats, finite_scalar
 from app.engine.decimals import as_decimal, decimal_ratio
-from app.engine.gradient import empty_warning
 from app.engine.verdicts import AGREEING, Agreement, weighted_means
 from tests.lab_states import as_written
 
@@ -123,47 +120,37 @@ def ranks(draw: st.DrawFn) -> tuple[list[float], list[float]]:
 def reference_from_means(
     counts: Sequence[float], means: Sequence[float], eta: float, w: float
 ) -> dict[str, Any]:
-    """The NumPy and Fraction computation from_means replaced (its checks included)."""
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        n = np.asarray([float(x) for x in counts])
-        given_means = np.asarray([float(x) for x in means])
-        if not np.all(np.isfinite(n)) or np.any(n < 0):
-            raise EngineError("counts", "bad counts")
-        empty = n == 0
-        mean = np.where(empty, 0.0, given_means)
-        weights = plain_weights(n.size)
-        exact_total, counted, plain = exactly(n.tolist(), mean.tolist(), weights)
-        step, start = as_written(eta), as_written(w)
-        total = rounded(exact_total)
-        # P·nᵣ/N and P·nᵣ ḡᵣ/N exactly, of the numbers as written, each rounded once.
-        scale = np.array([rounded(n.size * as_written(x) / exact_total) for x in n.tolist()])
-        compensated = [
-            rounded(n.size * as_written(x) * as_written(m) / exact_total)
-            for x, m in zip(n.tolist(), mean.tolist(), strict=True)
-        ]
-        occupied = np.where(empty, 1.0, n)
-        return {
-            "P": int(n.size),
-            "N": total,
-            "counts": tuple(n.tolist()),
-            "means": tuple(mean.tolist()),
-            "global_gradient": rounded(counted),
-            "rank_mean_gradient": rounded(plain),
-            "scale_factors": tuple(scale.tolist()),
-            "compensated_means": tuple(compensated),
-            "w_new": rounded(start - step * counted),
-            "w_new_rank_mean": rounded(start - step * plain),
-            "w_new_difference": rounded(step * (counted - plain)),
-            "influence_global": tuple(np.where(empty, 0.0, 1.0 / total).tolist()),
-            "influence_rank_mean": tuple(np.where(empty, 0.0, 1.0 / (n.size * occupied)).tolist()),
-            "warnings": tuple(
-                empty_warning(
-                    f"rank {r}", "the plain rank mean", f"P = {n.size}", float(given_means[r])
-                )
-                for r in np.flatnonzero(empty)
-            ),
-            "agreement": reference_agreement(n.tolist(), mean.tolist(), weights),
-        }
+    """What ``from_means`` answers, from the definitions in exact fractions of the numbers as
+    written, each result rounded once: ``N = Σ nᵣ``, ``g = Σ nᵣ ḡᵣ / N``, the rank mean
+    ``Σ ḡᵣ / P`` over the ranks with items (an empty rank's mean counts as 0), the factors
+    ``P·nᵣ/N`` and ``P·nᵣ ḡᵣ/N``, the steps ``w - η·mean`` and their difference
+    ``η·(g - rank mean)``; influences ``1/N`` and ``1/(P·nᵣ)`` (0 for an empty rank).
+    Raises ZeroDivisionError when N = 0."""
+    ranks = len(counts)
+    n = [as_written(x) for x in counts]
+    m = [as_written(y) if x else Fraction(0) for x, y in zip(n, means, strict=True)]
+    total = sum(n, Fraction(0))
+    g = sum((a * b for a, b in zip(n, m, strict=True)), Fraction(0)) / total
+    rank_mean = sum(m, Fraction(0)) / ranks
+    step, start = as_written(eta), as_written(w)
+    return {
+        "P": ranks,
+        "N": rounded(total),
+        "counts": tuple(float(x) for x in counts),
+        "means": tuple(0.0 if x == 0 else float(y) for x, y in zip(counts, means, strict=True)),
+        "global_gradient": rounded(g),
+        "rank_mean_gradient": rounded(rank_mean),
+        "scale_factors": tuple(rounded(ranks * a / total) for a in n),
+        "compensated_means": tuple(
+            rounded(ranks * a * b / total) for a, b in zip(n, m, strict=True)
+        ),
+        "w_new": rounded(start - step * g),
+        "w_new_rank_mean": rounded(start - step * rank_mean),
+        "w_new_difference": rounded(step * (g - rank_mean)),
+        "influence_global": tuple(rounded(1 / total) if a else 0.0 for a in n),
+        "influence_rank_mean": tuple(rounded(1 / (ranks * a)) if a else 0.0 for a in n),
+        "agreement": reference_agreement(counts, means, plain_weights(ranks)),
+    }
 
 
 # The results each input field is blamed for when one leaves the float range, checked in this
@@ -320,7 +307,7 @@ def test_compensated_means_equal_as_written_are_equal_floats() -> None:
 @example(([1.0, 1e-300], [1e308, 1e308]), 1.0, 0.0)  # a scaled mean leaves it
 @example(([3.0, 1.0], [1e308, -1e308]), 1e300, 1e308)  # so do the steps
 @example(([1.0, 1e-300, 1e-300], [0.55e308, -0.9e308, -0.9e308]), 2.0, 0.0)  # the difference alone
-def test_from_means_matches_the_numpy_reference(
+def test_from_means_answers_the_definitions_exactly(
     data: tuple[list[float], list[float]], eta: float, w: float
 ) -> None:
     counts, means = data
@@ -345,8 +332,25 @@ def test_from_means_matches_the_numpy_reference(
         actual = getattr(result, key)
         if key == "agreement":
             assert actual == value
+        elif key.startswith("influence_"):
+            # 1.0/N and 1.0/(P·nᵣ) are float divisions of rounded operands: within a few ulps,
+            # or of the smallest normal float where the exact value is below it (P·nᵣ past
+            # the float range gives 0); exactly 0 for an empty rank.
+            assert all(
+                b == a == 0.0
+                if x == 0
+                else math.isclose(a, b, rel_tol=1e-15, abs_tol=SMALLEST_COUNT)
+                for a, b, x in zip(actual, value, counts, strict=True)
+            ), (key, actual, value)
         else:
             assert same(actual, value), (key, actual, value)
+    # One warning per empty rank, in rank order, naming it, P, and a given mean it ignores.
+    empty = [r for r, x in enumerate(counts) if x == 0]
+    assert len(result.warnings) == len(empty)
+    for r, text in zip(empty, result.warnings, strict=True):
+        assert text.startswith(f"rank {r} has no valid items (count 0)")
+        assert f"divides by P = {len(counts)}" in text
+        assert ("is ignored" in text) == (means[r] != 0)
 
 
 @pytest.mark.parametrize(

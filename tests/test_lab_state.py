@@ -5,7 +5,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -148,17 +148,39 @@ def test_compute_raises_engine_error_for_no_valid_items() -> None:
     assert detail["msg"] == "counts: no valid items in this update"
 
 
-def _json_safe_reference(value: Any, depth: int = 0) -> Any:
-    """``state._json_safe`` without its shortcut for lists of finite floats."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return NON_FINITE_MARKERS[repr(value)]
-    if isinstance(value, list | dict) and depth >= MAX_ECHO_DEPTH:
-        return "(nested too deeply)"
-    if isinstance(value, list):
-        return [_json_safe_reference(item, depth + 1) for item in value]
-    if isinstance(value, dict):
-        return {key: _json_safe_reference(item, depth + 1) for key, item in value.items()}
-    return value
+Path = tuple[tuple[str, Any], ...]
+
+
+def _flat(value: Any) -> dict[Path, str]:
+    """Every leaf of a JSON value by its path (``("[]", index)`` or ``("{}", key)`` steps), as
+    its ``repr``; an empty list or object is a leaf too."""
+    flat: dict[Path, str] = {}
+    todo: list[tuple[Path, Any]] = [((), value)]
+    while todo:
+        path, item = todo.pop()
+        if isinstance(item, list) and item:
+            todo += [((*path, ("[]", i)), x) for i, x in enumerate(item)]
+        elif isinstance(item, dict) and item:
+            todo += [((*path, ("{}", k)), x) for k, x in item.items()]
+        else:
+            flat[path] = repr(item)
+    return flat
+
+
+def _echo_of(body: Any) -> dict[Path, str]:
+    """What an error may echo of a body, by path: each leaf as it was, a non-finite float as
+    its marker text; where a leaf sits under more than ``MAX_ECHO_DEPTH`` lists and objects,
+    the one at that depth is the text "(nested too deeply)"."""
+    echo: dict[Path, str] = {}
+    for path, leaf in _flat(body).items():
+        cut = path[:MAX_ECHO_DEPTH]
+        if len(path) > MAX_ECHO_DEPTH or (len(path) == MAX_ECHO_DEPTH and leaf in ("[]", "{}")):
+            echo[cut] = repr("(nested too deeply)")
+        elif leaf in NON_FINITE_MARKERS:
+            echo[path] = repr(NON_FINITE_MARKERS[leaf])
+        else:
+            echo[path] = leaf
+    return echo
 
 
 _leaves = st.one_of(
@@ -173,6 +195,11 @@ _bodies = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(_bodies)
-def test_json_safe_shortcut_answers_as_the_walk(body: Any) -> None:
-    assert repr(_json_safe(body)) == repr(_json_safe_reference(body))
-    assert repr(_json_safe([body] * 3)) == repr(_json_safe_reference([body] * 3))
+@example([[[[[[[[[1.0, []]]]]]]], [[[[[[[[{}]]]]]]]]]])  # a leaf and an empty list past the depth
+@example({"a": [[[[[[[float("nan"), 2.0]]]]]]]})  # a marker at the last depth echoed
+@example([1.0, float("inf")])
+def test_json_safe_echoes_each_leaf_or_its_marker(body: Any) -> None:
+    for value in (body, [body] * 3, [1.5, body]):
+        echo = _json_safe(value)
+        json.dumps(echo, allow_nan=False)
+        assert _flat(echo) == _echo_of(value)

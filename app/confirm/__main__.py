@@ -49,7 +49,7 @@ def parser() -> argparse.ArgumentParser:
         prog="atlas-confirm",
         description=(
             "Run one update on real DistributedDataParallel (gloo, CPU, float64) three ways and"
-            " compare with the NumPy engine. Input: a JSON body of POST /api/gradient, or flags."
+            " compare with the engine. Input: a JSON body of POST /api/gradient, or flags."
         ),
     )
     cli.add_argument("input", nargs="?", help="JSON file with the request body, or - for stdin")

@@ -1,4 +1,4 @@
-"""The real run beside the NumPy engine: replica consistency and agreement, per run. No torch.
+"""The real run beside the engine: replica consistency and agreement, per run. No torch.
 
 Every comparison has a tolerance on the gradient's own scale (the largest item gradient
 ``|w - y|``), never on ``w``: a large ``w`` or a tiny ``η`` cannot hide a wrong gradient.
@@ -53,7 +53,7 @@ class ReferenceCheck(BaseModel):
 
 
 class ConfirmResponse(BaseModel):
-    """Real DistributedDataParallel on gloo (CPU, float64) beside the NumPy engine."""
+    """Real DistributedDataParallel on gloo (CPU, float64) beside the engine."""
 
     backend: Literal["gloo"]
     world_size: int = Field(description="P: ranks in the process group.")
@@ -143,7 +143,7 @@ def tolerances(job: Job) -> Tolerances:
 
 @dataclass(frozen=True, slots=True)
 class Expected:
-    """What each objective gives for the job's own items, by the NumPy engine."""
+    """What each objective gives for the job's own items, by the engine."""
 
     plain: tuple[float, float]
     plain_objective: Objective

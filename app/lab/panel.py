@@ -112,7 +112,8 @@ LESSON_LINKS = {
         " and the default run still misses the reference",
     ),
 }
-MODES = (
+# The lab's two forms, as tabs: each form's kind, its tab's label and the query it opens.
+FORMS = (
     ("means", "Counts and means", PRESETS[0].query),
     ("items", "Items and weights", PRESETS[3].query),
 )
@@ -232,7 +233,7 @@ def lab_panel(query: Mapping[str, str]) -> LabPanel:
     parsed = parse_lab(query)
     state = parsed.state
     acc_raw, acc_m, acc_error = accumulation.read(query)
-    acc_errors = (acc_error,) if acc_error and parsed.form.mode == "items" else ()
+    acc_errors = (acc_error,) if acc_error and parsed.form.kind == "items" else ()
     if state is None or acc_errors:
         return LabPanel(parsed, None, (*parsed.errors, *acc_errors), (), acc_raw)
     extra: list[tuple[str, str]] = []
@@ -258,7 +259,7 @@ def page_context(query: Mapping[str, str]) -> dict[str, Any]:
         "lab": lab,
         "ring": ring,
         "lab_presets": PRESETS,
-        "lab_modes": MODES,
+        "lab_forms": FORMS,
         "lab_limits": LIMITS,
         "lab_page_route": PAGE_ROUTE,
         "lab_links": LESSON_LINKS,

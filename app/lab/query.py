@@ -24,13 +24,14 @@ NEW_RANK_COUNT = "4"
 NEW_RANK_MEAN = "2"
 NEW_RANK_TARGETS = "8,8,8,8"
 
-Mode = Literal["means", "items"]
+# Which of the lab's two forms the inputs fill: counts and means, or items and weights.
+FormKind = Literal["means", "items"]
 
 
 class LabForm(NamedTuple):
     """The lab's inputs exactly as received, so the form shows what the student typed."""
 
-    mode: Mode
+    kind: FormKind
     # Per rank, as typed: its count (means form) or targets (items form) ...
     counts_or_targets: tuple[str, ...]
     # ... and its mean or weights.
@@ -133,7 +134,7 @@ def _number_list(text: str) -> list[float | str]:
 def lab_input(form: LabForm) -> dict[str, Any]:
     """The form's text as the state model's input (what a JSON body would hold)."""
     common = {"eta": _number(form.eta), "w": _number(form.w)}
-    if form.mode == "means":
+    if form.kind == "means":
         return {
             "counts": [_number(text) for text in form.counts_or_targets],
             "means": [_number(text) for text in form.means_or_weights],
@@ -198,24 +199,24 @@ def _read_lab_form(params: Params) -> tuple[LabForm, list[FieldError], bool]:
     if too_large is not None:
         base = LESSON_ITEMS if too_large.param in ("targets", "weights") else LESSON_MEANS
         return base, [too_large], False
-    mode: Mode = "items" if "targets" in params else "means"
-    base = LESSON_ITEMS if mode == "items" else LESSON_MEANS
+    kind: FormKind = "items" if "targets" in params else "means"
+    base = LESSON_ITEMS if kind == "items" else LESSON_MEANS
     if params.keys().isdisjoint(RANK_SEPARATORS):  # no rank given: the lesson's
         ranks = [list(base.counts_or_targets), list(base.means_or_weights)]
     else:
-        names = ("targets", "weights") if mode == "items" else ("counts", "means")
+        names = ("targets", "weights") if kind == "items" else ("counts", "means")
         ranks = [_split(params.get(name, []), RANK_SEPARATORS[name]) for name in names]
     # One entry per rank in both, a missing one blank (extra weight lists get a rank of no
     # targets, so the model names the mismatch).
     width = max(map(len, ranks))
     form = LabForm(
-        mode,
+        kind,
         tuple(ranks[0] + [""] * (width - len(ranks[0]))),
         tuple(ranks[1] + [""] * (width - len(ranks[1]))),
         last(params, "eta", base.eta),
         last(params, "w", base.w),
-        last(params, "steps", base.steps) if mode == "items" else base.steps,
-        len(ranks[1]) if mode == "items" else 0,
+        last(params, "steps", base.steps) if kind == "items" else base.steps,
+        len(ranks[1]) if kind == "items" else 0,
     )
     if "P" not in params:
         return form, [], False
@@ -227,7 +228,7 @@ def _read_lab_form(params: Params) -> tuple[LabForm, list[FieldError], bool]:
     if p == width:
         return form, [], False
     new_count_or_targets, new_mean_or_weights = (
-        (NEW_RANK_TARGETS, "") if mode == "items" else (NEW_RANK_COUNT, NEW_RANK_MEAN)
+        (NEW_RANK_TARGETS, "") if kind == "items" else (NEW_RANK_COUNT, NEW_RANK_MEAN)
     )
     added = max(0, p - width)
     resized = form._replace(
