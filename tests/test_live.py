@@ -669,7 +669,7 @@ def test_a_feed_reads_the_class_while_every_request_connection_is_taken(
         pool = db.engine.pool
         async with contextlib.AsyncExitStack() as held:
             for _ in range(5 + 10):  # the requests' pool: 5 kept, 10 more at a peak
-                session = await held.enter_async_context(db.session())
+                session = await held.enter_async_context(db.session(write=False))
                 await session.execute(text("SELECT 1"))
             # Every connection of the requests' pool is out: a request's read would wait.
             assert pool.checkedin() == 0
