@@ -130,6 +130,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     # The live class, beside the lesson (or the course): its routes follow the lesson's, so a
     # lesson's requests match theirs first, as fast as without a class.
+    app.include_router(live_routes.forms)
     app.include_router(live_routes.router)
     for unreachable in database.HANDLED:
         app.add_exception_handler(unreachable, database.answer_unavailable)

@@ -75,7 +75,7 @@ def student_ids(host: TestClient, code: str) -> dict[str, str]:
     page = host.get(f"/class/{code}/host")
     assert page.status_code == 200
     return {
-        words(row.select_one("th")): str(row.select_one("button[form=remove-form]")["value"])  # type: ignore[union-attr, index]
+        words(row.select_one("th")): str(row.select_one("button[aria-label^=Remove]")["value"])  # type: ignore[union-attr, index]
         for row in soup(page.text).select("#roster-rows tr")
     }
 
@@ -349,7 +349,7 @@ def test_a_students_shared_lab_state_reaches_an_open_dashboard(app_client: TestC
     quiet_other_workers(app_client)
 
     def projectable(event: Event) -> set[str]:
-        buttons = soup(event.data).select("button[form=project-form]")
+        buttons = soup(event.data).select("button[formaction$='/project']")
         return {str(button["value"]) for button in buttons}
 
     with app_client.stream("GET", f"/class/{code}/events?view=host") as dashboard:

@@ -12,8 +12,11 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict
+from starlette.exceptions import HTTPException
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from app.live import access
 from app.live.codes import read_code
@@ -71,6 +74,20 @@ POSTED: dict[int | str, dict[str, Any]] = {
     429: {"description": "The server keeps as many classes as it may without a password."},
 }
 
+
+class FormRoute(APIRoute):
+    """A form's address: GET shows the form, POST sends it (two routes, one OpenAPI operation
+    each). A request with another method gets the app's 405 naming both (a route alone would
+    name only its own method)."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] not in ("GET", "POST"):
+            raise HTTPException(status_code=405, headers={"Allow": "GET, POST"})
+        await super().handle(scope, receive, send)
+
+
+# The forms' addresses first: ``/class/new`` is matched before ``/class/{code}``.
+forms = APIRouter(tags=["live class"], default_response_class=HTMLResponse, route_class=FormRoute)
 router = APIRouter(tags=["live class"], default_response_class=HTMLResponse)
 
 
@@ -158,18 +175,18 @@ def _new_form(
     return page(request, "live/new.html", context, status_code=status_code)
 
 
-@router.get("/class/new", name="class_new", responses=REFUSALS)
+@forms.get("/class/new", name="class_new", responses=REFUSALS)
 async def class_new(request: Request, service: Service) -> Response:
     """The form that starts a class (asks which lesson in a course, and the password if set)."""
     return _new_form(request, service)
 
 
-@router.post("/class/new", name="class_create", responses=POSTED)
+@forms.post("/class/new", name="class_create", responses=POSTED)
 async def class_create(
     request: Request,
-    form: Annotated[NewClassForm, Form()],
     session: Session,
     service: Service,
+    form: Annotated[NewClassForm, Form(default_factory=NewClassForm)],
 ) -> Response:
     """Start a class: 303 to its dashboard with the host cookie set."""
     password = request.app.state.settings.instructor_password
@@ -242,9 +259,9 @@ async def _acted(
 async def class_ask(
     request: Request,
     live: Hosted,
-    form: Annotated[AskForm, Form()],
     session: Session,
     service: Service,
+    form: Annotated[AskForm, Form(default_factory=AskForm)],
 ) -> Response:
     """Ask one of the lesson's questions (field question: its id); answering opens."""
     ask = service.ask(session, live, form.question.strip())
@@ -277,9 +294,9 @@ _phase_route(
 async def class_show(
     request: Request,
     live: Hosted,
-    form: Annotated[ShowForm, Form()],
     session: Session,
     service: Service,
+    form: Annotated[ShowForm, Form(default_factory=ShowForm)],
 ) -> Response:
     """Show the distribution on the projector while answers come in (shown=1) or not."""
     show = service.show_results_live(session, live, form.shown == "1")
@@ -290,9 +307,9 @@ async def class_show(
 async def class_lab(
     request: Request,
     live: Hosted,
-    form: Annotated[LabForm, Form()],
     session: Session,
     service: Service,
+    form: Annotated[LabForm, Form(default_factory=LabForm)],
 ) -> Response:
     """Share a lab state (the lab's own fields: counts, means, eta, w, …) with everyone."""
     fields = form.fields()
@@ -304,9 +321,9 @@ async def class_lab(
 async def class_project(
     request: Request,
     live: Hosted,
-    form: Annotated[StudentForm, Form()],
     session: Session,
     service: Service,
+    form: Annotated[StudentForm, Form(default_factory=StudentForm)],
 ) -> Response:
     """Put a student's shared lab state on the projector (participant), or none."""
     project = service.project(session, live, form.id())
@@ -317,9 +334,9 @@ async def class_project(
 async def class_remove(
     request: Request,
     live: Hosted,
-    form: Annotated[StudentForm, Form()],
     session: Session,
     service: Service,
+    form: Annotated[StudentForm, Form(default_factory=StudentForm)],
 ) -> Response:
     """Remove a student (participant) and their answers."""
 
@@ -385,7 +402,7 @@ def _join_form(
     return page(request, "live/join.html", context, status_code=status_code)
 
 
-@router.get("/join", name="join", responses=REFUSALS)
+@forms.get("/join", name="join", responses=REFUSALS)
 async def join(request: Request, code: str = "") -> Response:
     """The join form: the class code and a nickname."""
     return _join_form(request, code=code[:40])
@@ -397,12 +414,12 @@ async def join_code(request: Request, code: str) -> Response:
     return _join_form(request, code=(read_code(code) or code)[:40])
 
 
-@router.post("/join", name="join_post", responses=POSTED)
+@forms.post("/join", name="join_post", responses=POSTED)
 async def join_post(
     request: Request,
-    form: Annotated[JoinForm, Form()],
     session: Session,
     service: Service,
+    form: Annotated[JoinForm, Form(default_factory=JoinForm)],
 ) -> Response:
     """Join: 303 to the class's page with the student's cookie set; else the form again with the
     reason beside the field (422 bad nickname, 409 taken or ended, 404 unknown code)."""
@@ -453,9 +470,9 @@ async def class_answer(
     request: Request,
     live: Class,
     participant: Joined,
-    form: Annotated[AnswerForm, Form()],
     session: Session,
     service: Service,
+    form: Annotated[AnswerForm, Form(default_factory=AnswerForm)],
 ) -> Response:
     """Answer the current question (question, choice); 409 once paused, revealed or ended.
     The live part back for htmx, else 303 to the student's page."""
@@ -475,9 +492,9 @@ async def class_share(
     request: Request,
     live: Class,
     participant: Joined,
-    form: Annotated[LabForm, Form()],
     session: Session,
     service: Service,
+    form: Annotated[LabForm, Form(default_factory=LabForm)],
 ) -> Response:
     """Send my lab state (the lab's own fields) to the instructor."""
     fields = form.fields()

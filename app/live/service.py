@@ -178,7 +178,11 @@ class LiveService:
     async def create(self, session: AsyncSession, lesson_slug: str, open_start: bool) -> LiveClass:
         """A new class following ``lesson_slug``; past the limit when starting is open."""
         if self.course.lesson(lesson_slug) is None:
-            raise InvalidError("Choose one of the lessons listed.", "lesson")
+            raise InvalidError(
+                f"The field “lesson” names no lesson served here ({lesson_slug[:40]!r});"
+                " choose one of those listed.",
+                "lesson",
+            )
         if open_start and await store.count_classes(session) >= self.class_limit:
             limit = self.class_limit
             raise LimitReachedError(
