@@ -23,6 +23,8 @@ from app.live.store import NOTIFY_CHANNEL, Store, versions
 
 log = logging.getLogger("atlas")
 POLL_S = 0.2
+CHECK_S = 15.0  # how often a quiet LISTEN connection is asked whether it is still there
+APPLICATION_NAME = "atlas-listen"  # in pg_stat_activity
 
 Wake = Callable[[Iterable[int]], None]  # these classes changed: look again
 Followed = Callable[[], list[int]]  # the classes this worker follows now
@@ -140,7 +142,11 @@ class Listen(_Task):
         while True:
             lost = asyncio.Event()
             try:
-                self._connection = await asyncpg.connect(self.dsn, timeout=CONNECT_TIMEOUT_S)
+                self._connection = await asyncpg.connect(
+                    self.dsn,
+                    timeout=CONNECT_TIMEOUT_S,
+                    server_settings={"application_name": APPLICATION_NAME},
+                )
                 self._connection.add_termination_listener(lambda _c, lost=lost: lost.set())
                 await self._connection.add_listener(NOTIFY_CHANNEL, self._told)
                 self.connected.set()
@@ -148,7 +154,12 @@ class Listen(_Task):
                     log.info("live class: listening on PostgreSQL again")
                 attempt = 0
                 self.wake(self.followed())
-                await lost.wait()
+                while not lost.is_set():
+                    # A connection cut without a word (a network gone) is found by asking.
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(lost.wait(), CHECK_S)
+                    if not lost.is_set():
+                        await self._connection.fetchval("SELECT 1", timeout=CONNECT_TIMEOUT_S)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as error:
                 if attempt == 0:
                     log.warning("live class: cannot listen on PostgreSQL (%s); retrying", error)
