@@ -261,6 +261,55 @@ def page(browser: Any, off_host: OffHostLog) -> Iterator[Any]:
     assert off_host.urls == [], f"requests left 127.0.0.1: {off_host.urls}"
 
 
+class Pages:
+    """One page per set of context options (a viewport, JavaScript off, ...), kept for a test
+    module: a new context costs Chromium more than a navigation does. Each ``get`` hands the page
+    back as a fresh context would have it in every way the app can tell: on about:blank (a new
+    document: its scripts, listeners, timers and history state gone), no cookies, no granted
+    permission, screen media in the colour scheme asked for (the app keeps nothing in web
+    storage). Every non-loopback request is
+    blocked and recorded in ``off_host``."""
+
+    def __init__(self, browser: Any) -> None:
+        self.browser = browser
+        self.off_host = OffHostLog()
+        self._pages: dict[str, Any] = {}
+
+    def get(self, color_scheme: str = "light", **context_args: Any) -> Any:
+        key = repr(sorted(context_args.items()))
+        page = self._pages.get(key)
+        if page is None:
+            page = self._pages[key] = new_page(self.browser, self.off_host, **context_args)
+        else:
+            page.goto("about:blank")
+            page.context.clear_cookies()
+            page.context.clear_permissions()
+        page.emulate_media(media="screen", color_scheme=color_scheme)
+        return page
+
+    def close(self) -> None:
+        for page in self._pages.values():
+            page.context.close()
+
+
+@pytest.fixture(scope="module")
+def module_pages(browser: Any) -> Iterator[Pages]:
+    pages = Pages(browser)
+    try:
+        yield pages
+    finally:
+        pages.close()
+
+
+@pytest.fixture
+def pages(module_pages: Pages) -> Iterator[Pages]:
+    """The module's pages (``Pages``); fails the test if anything left 127.0.0.1 during it."""
+    left = module_pages.off_host.urls
+    left.clear()
+    yield module_pages
+    assert left == [], f"requests left 127.0.0.1: {left}"
+
+
 @pytest.fixture
 def artifacts() -> Path:
     """Folder for screenshots that a person opens and looks at (git-ignored)."""
