@@ -69,9 +69,40 @@ SERVER_MODULES = {
 }
 
 
+RUNTIME_DIR = pytest.StashKey[str]()
+MADE_RUNTIME_DIR = "ATLAS_TESTS_MADE_RUNTIME_DIR"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The confirmation pool's runtime folder for this test process (each xdist worker its own),
+    unless one is set: the default folder is one per user and checkout, so two workers' apps (or
+    a ``make run`` beside the tests) would share one pool, the first owning it. A worker
+    inherits its controller's environment: a folder made by a test process is never reused."""
+    given = os.environ.get("ATLAS_CONFIRM_RUNTIME_DIR")
+    if given is None or given == os.environ.get(MADE_RUNTIME_DIR):
+        folder = tempfile.mkdtemp(
+            prefix=f"atlas-confirm-{os.environ.get('PYTEST_XDIST_WORKER', 'tests')}-"
+        )
+        config.stash[RUNTIME_DIR] = folder
+        os.environ["ATLAS_CONFIRM_RUNTIME_DIR"] = os.environ[MADE_RUNTIME_DIR] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(RUNTIME_DIR, None)
+    if folder is not None:
+        del os.environ["ATLAS_CONFIRM_RUNTIME_DIR"], os.environ[MADE_RUNTIME_DIR]
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# tryfirst: before xdist's own hook reads the xdist_group marks.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
+        # Under `--dist loadgroup` a module's browser tests run on one worker: one Chromium and
+        # one set of pages per module (module-scoped fixtures), not one on each worker.
+        if "browser" in fixtures and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(f"browser-{item.path.stem}"))
         params = getattr(getattr(item, "callspec", None), "params", {})
         if (
             fixtures & SERVER_FIXTURES
