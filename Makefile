@@ -58,8 +58,10 @@ fmt: $(VENV)/.test-installed
 	$(BIN)/ruff format app tests bench $(SCRIPTS)
 	$(BIN)/ruff check --fix app tests bench $(SCRIPTS)
 
+# Every test, on two cores: one xdist group (the clock-sensitive tests; a browser module) stays
+# on one worker. pytest's summary stays the last line of the output.
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadgroup
 
 # The inner loop: no lint, no browser, no torch pool, no real server, fewer hypothesis examples,
 # on two cores (tests of one xdist group, the clock-sensitive ones, stay on one worker).

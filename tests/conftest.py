@@ -69,9 +69,40 @@ SERVER_MODULES = {
 }
 
 
+RUNTIME_DIR = pytest.StashKey[str]()
+MADE_RUNTIME_DIR = "ATLAS_TESTS_MADE_RUNTIME_DIR"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The confirmation pool's runtime folder for this test process (each xdist worker its own),
+    unless one is set: the default folder is one per user and checkout, so two workers' apps (or
+    a ``make run`` beside the tests) would share one pool, the first owning it. A worker
+    inherits its controller's environment: a folder made by a test process is never reused."""
+    given = os.environ.get("ATLAS_CONFIRM_RUNTIME_DIR")
+    if given is None or given == os.environ.get(MADE_RUNTIME_DIR):
+        folder = tempfile.mkdtemp(
+            prefix=f"atlas-confirm-{os.environ.get('PYTEST_XDIST_WORKER', 'tests')}-"
+        )
+        config.stash[RUNTIME_DIR] = folder
+        os.environ["ATLAS_CONFIRM_RUNTIME_DIR"] = os.environ[MADE_RUNTIME_DIR] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(RUNTIME_DIR, None)
+    if folder is not None:
+        del os.environ["ATLAS_CONFIRM_RUNTIME_DIR"], os.environ[MADE_RUNTIME_DIR]
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# tryfirst: before xdist's own hook reads the xdist_group marks.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
+        # Under `--dist loadgroup` a module's browser tests run on one worker: one Chromium and
+        # one set of pages per module (module-scoped fixtures), not one on each worker.
+        if "browser" in fixtures and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(f"browser-{item.path.stem}"))
         params = getattr(getattr(item, "callspec", None), "params", {})
         if (
             fixtures & SERVER_FIXTURES
@@ -259,6 +290,55 @@ def page(browser: Any, off_host: OffHostLog) -> Iterator[Any]:
     finally:
         page.context.close()
     assert off_host.urls == [], f"requests left 127.0.0.1: {off_host.urls}"
+
+
+class Pages:
+    """One page per set of context options (a viewport, JavaScript off, ...), kept for a test
+    module: a new context costs Chromium more than a navigation does. Each ``get`` hands the page
+    back as a fresh context would have it in every way the app can tell: on about:blank (a new
+    document: its scripts, listeners, timers and history state gone), no cookies, no granted
+    permission, screen media in the colour scheme asked for (the app keeps nothing in web
+    storage). Every non-loopback request is
+    blocked and recorded in ``off_host``."""
+
+    def __init__(self, browser: Any) -> None:
+        self.browser = browser
+        self.off_host = OffHostLog()
+        self._pages: dict[str, Any] = {}
+
+    def get(self, color_scheme: str = "light", **context_args: Any) -> Any:
+        key = repr(sorted(context_args.items()))
+        page = self._pages.get(key)
+        if page is None:
+            page = self._pages[key] = new_page(self.browser, self.off_host, **context_args)
+        else:
+            page.goto("about:blank")
+            page.context.clear_cookies()
+            page.context.clear_permissions()
+        page.emulate_media(media="screen", color_scheme=color_scheme)
+        return page
+
+    def close(self) -> None:
+        for page in self._pages.values():
+            page.context.close()
+
+
+@pytest.fixture(scope="module")
+def module_pages(browser: Any) -> Iterator[Pages]:
+    pages = Pages(browser)
+    try:
+        yield pages
+    finally:
+        pages.close()
+
+
+@pytest.fixture
+def pages(module_pages: Pages) -> Iterator[Pages]:
+    """The module's pages (``Pages``); fails the test if anything left 127.0.0.1 during it."""
+    left = module_pages.off_host.urls
+    left.clear()
+    yield module_pages
+    assert left == [], f"requests left 127.0.0.1: {left}"
 
 
 @pytest.fixture

@@ -31,6 +31,8 @@ print(Counting.asked)
 """
 
 
+# slow: each case starts an interpreter that imports the whole app (3 to 7 s of a quick run).
+@pytest.mark.slow
 @pytest.mark.parametrize(("setting", "traced"), [("false", False), ("true", True)])
 def test_fastapi_traces_requests_only_when_the_setting_asks(setting: str, traced: bool) -> None:
     run = subprocess.run(

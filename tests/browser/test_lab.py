@@ -10,11 +10,40 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
-from tests.conftest import LiveServer, OffHostLog, new_page
+from tests.conftest import LiveServer, Pages
 
 pytestmark = pytest.mark.browser
 
 LESSON = "counts=2,6&means=1,3&eta=0.1&w=10"
+
+
+@pytest.fixture
+def page(pages: Pages) -> Any:
+    """The module's 1280 px page with JavaScript on, fresh for each test (``Pages``)."""
+    return pages.get(viewport={"width": 1280, "height": 900})
+
+
+# The htmx answers the page handles from here on, as (the target's id, the HTTP status):
+# ``answered`` when a request comes back, ``settled`` when its swap has settled.
+RECORD_ANSWERS = """() => {
+    window.answered = [];
+    window.settled = [];
+    document.addEventListener("htmx:afterRequest", (event) => {
+        window.answered.push([event.detail.target && event.detail.target.id,
+                              event.detail.xhr.status]);
+    });
+    document.addEventListener("htmx:afterSettle", (event) => {
+        window.settled.push([event.target.id, event.detail.xhr.status]);
+    });
+}"""
+
+
+def wait_for_answer(page: Any, kind: str, target: str, status: int) -> None:
+    """Until an answer ``kind`` (answered, settled) for ``target`` with ``status`` is seen."""
+    page.wait_for_function(
+        "([kind, id, status]) => window[kind].some(([i, s]) => i === id && s === status)",
+        arg=[kind, target, status],
+    )
 
 
 def figure(page: Any, name: str) -> Any:
@@ -194,10 +223,11 @@ def test_the_pictures_follow_a_held_key_a_few_times_a_second(
     slider.focus()
     for _ in range(12):
         page.keyboard.press("ArrowRight")
-        page.wait_for_timeout(80)
-    # Targets 9 and 7 (w - mean) weighted 2 and 6 + 12 = 18: (18 + 126) / 20 = 7.2.
+        page.wait_for_timeout(80)  # the key's repeat: the gesture itself, not a wait for it
+    # Targets 9 and 7 (w - mean) weighted 2 and 6 + 12 = 18: (18 + 126) / 20 = 7.2. That
+    # answer is the last ask's (the one after the last step; hx-sync drops older answers),
+    # and no ask follows it without a new step: the counts below are final.
     expect(page.locator('#lab-charts [data-value="fixed-global"]')).to_have_text("7.2")
-    page.wait_for_timeout(400)
     asks, inputs = page.evaluate("[window.chartAsks, window.inputTimes]")
     assert len(inputs) == 12
     gaps = [later - earlier for earlier, later in pairwise(asks)]
@@ -236,6 +266,7 @@ def test_bad_input_shows_an_inline_message_and_keeps_the_address(
     live_server: LiveServer, page: Any
 ) -> None:
     page.goto(f"{live_server.url}/?{LESSON}")
+    page.evaluate(RECORD_ANSWERS)
     eta = page.get_by_role("spinbutton", name="learning rate η")
     eta.fill("0")
     # The message sits at the field (and the field points to it), and in the pane's list.
@@ -249,7 +280,8 @@ def test_bad_input_shows_an_inline_message_and_keeps_the_address(
     expect(page.locator("#lab-problems .lab-stale-note")).to_be_visible()
     # The details below keep their last valid numbers, marked stale too, after their own
     # request (a 422 for these inputs) has come back.
-    page.wait_for_timeout(600)
+    wait_for_answer(page, "answered", "lab-details", 422)
+    wait_for_answer(page, "answered", "lab-charts", 422)
     expect(page.locator("#lab-details")).to_have_class(re.compile(r"\blab-stale\b"))
     expect(page.locator('#lab-details [data-formula="w-new"]')).to_contain_text("= 9.75")
     # So do the pictures, whose own request came back a 422 as well.
@@ -302,6 +334,7 @@ def test_a_problem_answered_while_the_last_answer_settles_stays_marked(
     # in CI). The window is 20 ms; here it is widened so the 422 lands in it every time.
     page.goto(f"{live_server.url}/?{LESSON}")
     page.evaluate("htmx.config.defaultSettleDelay = 1500")
+    page.evaluate(RECORD_ANSWERS)
     mean = page.get_by_role("spinbutton", name="rank 0 local mean", exact=True)
     mean.fill("10")
     expect(figure(page, "w-new")).to_have_text("9.525")
@@ -309,7 +342,7 @@ def test_a_problem_answered_while_the_last_answer_settles_stays_marked(
     results = page.locator("#lab-results")
     expect(results).to_have_class(re.compile(r"\blab-stale\b"))
     expect(mean).to_have_attribute("aria-invalid", "true")
-    page.wait_for_timeout(1800)  # the 200's settle has run
+    wait_for_answer(page, "settled", "lab-results", 200)  # the 200's settle has run
     expect(results).to_have_class(re.compile(r"\blab-stale\b"), timeout=100)
     expect(page.locator("#lab-summary")).to_have_class(re.compile(r"\blab-stale\b"), timeout=100)
     expect(mean).to_have_attribute("aria-invalid", "true", timeout=100)
@@ -326,11 +359,14 @@ def test_a_late_picture_of_an_earlier_state_leaves_the_problem_marked(
     # so the late answer is fetched and swapped by htmx itself, as its request would be.
     page.goto(f"{live_server.url}/?{LESSON}")
     mean = page.get_by_role("spinbutton", name="rank 0 local mean", exact=True)
+    page.evaluate(RECORD_ANSWERS)
     mean.press("End")
     mean.press_sequentially("e")  # "1e" is not a number: the pane refuses it
     pictures = page.locator("#lab-charts")
     expect(mean).to_have_attribute("aria-invalid", "true")
-    page.wait_for_timeout(600)  # the pictures and the details have answered for "1e"
+    # The pictures and the details have answered for "1e".
+    wait_for_answer(page, "answered", "lab-charts", 422)
+    wait_for_answer(page, "answered", "lab-details", 422)
     expect(pictures).to_have_class(re.compile(r"\blab-stale\b"))
     earlier = "P=2&counts=2&means=10&counts=6&means=3&eta=0.1&w=10"
     page.evaluate(
@@ -360,44 +396,34 @@ def test_ring_panel_updates_and_keeps_the_lab_state(live_server: LiveServer, pag
 
 
 def test_without_javascript_the_submit_button_loads_the_state(
-    live_server: LiveServer, browser: Any, off_host: OffHostLog
+    live_server: LiveServer, pages: Pages
 ) -> None:
-    page = new_page(browser, off_host, java_script_enabled=False)
-    try:
-        page.goto(f"{live_server.url}/?{LESSON}")
-        expect(page.get_by_role("slider", name="rank 1 count", exact=True)).to_be_hidden()
-        page.get_by_role("spinbutton", name="rank 1 count", exact=True).fill("2")
-        page.locator("#lab-form").get_by_role("button", name="Show results").click()
-        page.wait_for_url("**counts=2&**")
-        assert state(page.url)["counts"] == ["2", "2"]
-        expect(figure(page, "g")).to_have_text("2")
-        page.get_by_role("spinbutton", name="number of ranks P").fill("3")
-        page.locator("#lab-form").get_by_role("button", name="Show results").click()
-        expect(page.locator("#lab-ranks .lab-rank")).to_have_count(3)
-    finally:
-        page.context.close()
-    assert off_host.urls == []
+    page = pages.get(java_script_enabled=False)
+    page.goto(f"{live_server.url}/?{LESSON}")
+    expect(page.get_by_role("slider", name="rank 1 count", exact=True)).to_be_hidden()
+    page.get_by_role("spinbutton", name="rank 1 count", exact=True).fill("2")
+    page.locator("#lab-form").get_by_role("button", name="Show results").click()
+    page.wait_for_url("**counts=2&**")
+    assert state(page.url)["counts"] == ["2", "2"]
+    expect(figure(page, "g")).to_have_text("2")
+    page.get_by_role("spinbutton", name="number of ranks P").fill("3")
+    page.locator("#lab-form").get_by_role("button", name="Show results").click()
+    expect(page.locator("#lab-ranks .lab-rank")).to_have_count(3)
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_screenshots_and_no_horizontal_scroll(
-    live_server: LiveServer, browser: Any, off_host: OffHostLog, artifacts: Path, scheme: str
+    live_server: LiveServer, pages: Pages, artifacts: Path, scheme: str
 ) -> None:
     for width in (1280, 390):
-        page = new_page(
-            browser, off_host, viewport={"width": width, "height": 900}, color_scheme=scheme
-        )
-        try:
-            page.goto(f"{live_server.url}/?targets=9,9;7,7,7,7,7,7&eta=0.1&w=10&steps=30#lab")
-            expect(figure(page, "fixed-global")).to_have_text("7.5")
-            page.locator("#lab").screenshot(path=str(artifacts / f"lab-{width}-{scheme}.png"))
-            page.goto(f"{live_server.url}/?counts=2,6,0&means=1,3,0&eta=0.1&w=10#lab")
-            page.locator("#lab").screenshot(path=str(artifacts / f"lab-empty-{width}-{scheme}.png"))
-            scroll = page.evaluate("document.scrollingElement.scrollWidth")
-            assert scroll <= width
-        finally:
-            page.context.close()
-    assert off_host.urls == []
+        page = pages.get(viewport={"width": width, "height": 900}, color_scheme=scheme)
+        page.goto(f"{live_server.url}/?targets=9,9;7,7,7,7,7,7&eta=0.1&w=10&steps=30#lab")
+        expect(figure(page, "fixed-global")).to_have_text("7.5")
+        page.locator("#lab").screenshot(path=str(artifacts / f"lab-{width}-{scheme}.png"))
+        page.goto(f"{live_server.url}/?counts=2,6,0&means=1,3,0&eta=0.1&w=10#lab")
+        page.locator("#lab").screenshot(path=str(artifacts / f"lab-empty-{width}-{scheme}.png"))
+        scroll = page.evaluate("document.scrollingElement.scrollWidth")
+        assert scroll <= width
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -411,21 +437,18 @@ def test_screenshots_and_no_horizontal_scroll(
     ids=["items", "empty-rank", "errors"],
 )
 def test_lab_has_no_serious_accessibility_violations(
-    live_server: LiveServer, browser: Any, off_host: OffHostLog, scheme: str, query: str
+    live_server: LiveServer, pages: Pages, scheme: str, query: str
 ) -> None:
-    page = new_page(browser, off_host, viewport={"width": 1280, "height": 900}, color_scheme=scheme)
-    try:
-        page.goto(f"{live_server.url}/?{query}#lab")
-        expect(page.locator("#lab input.lab-slider").first).to_be_visible()
-        results = Axe().run(page, context="#lab")
-        serious = [
-            (v["id"], [n["target"] for n in v["nodes"]][:5])
-            for v in results.response["violations"]
-            if v["impact"] in ("serious", "critical")
-        ]
-        assert serious == [], serious
-    finally:
-        page.context.close()
+    page = pages.get(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
+    page.goto(f"{live_server.url}/?{query}#lab")
+    expect(page.locator("#lab input.lab-slider").first).to_be_visible()
+    results = Axe().run(page, context="#lab")
+    serious = [
+        (v["id"], [n["target"] for n in v["nodes"]][:5])
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+    assert serious == [], serious
 
 
 def test_print_hides_the_controls(live_server: LiveServer, page: Any) -> None:

@@ -2,14 +2,13 @@
 both new w values are on screen too, at 1280x800 and 390x844, in real Chromium."""
 
 import re
-from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import LiveServer, OffHostLog, new_page
+from tests.conftest import LiveServer, OffHostLog, Pages, new_page
 
 pytestmark = pytest.mark.browser
 
@@ -77,12 +76,14 @@ ITEMS_CASES = [
 ]
 
 
+def sized(pages: Pages, width: int, height: int, color_scheme: str = "light") -> Any:
+    """The module's page at this viewport, fresh (see ``Pages``)."""
+    return pages.get(viewport={"width": width, "height": height}, color_scheme=color_scheme)
+
+
 @pytest.fixture(params=VIEWPORTS, ids=[f"{w}x{h}" for w, h in VIEWPORTS])
-def sized_page(request: pytest.FixtureRequest, browser: Any, off_host: OffHostLog) -> Iterator[Any]:
-    width, height = request.param
-    page = new_page(browser, off_host, viewport={"width": width, "height": height})
-    yield page
-    page.context.close()
+def sized_page(request: pytest.FixtureRequest, pages: Pages) -> Any:
+    return sized(pages, *request.param)
 
 
 # True when some element matching the selector shows the number, wholly inside the viewport,
@@ -116,7 +117,9 @@ def in_sight(page: Any, selector: str, value: Fraction) -> bool:
 
 
 def change_where_it_sits(page: Any, url: str, control: str, typed: str) -> None:
-    page.goto(url, wait_until="networkidle")
+    # ``url`` has no #lab: the page's smooth scroll to it would go on after the load and move
+    # the control away from where the test puts it.
+    page.goto(url)
     expect(page.locator("#lab [data-value=w-new]")).to_be_visible()
     page.evaluate("document.fonts.ready")
     page.evaluate(
@@ -146,7 +149,7 @@ def test_means_control_changed_mid_screen_shows_both_new_w(
     typed: str,
     expected: tuple[Fraction, Fraction],
 ) -> None:
-    change_where_it_sits(sized_page, f"{live_server.url}/?{MEANS}#lab", control, typed)
+    change_where_it_sits(sized_page, f"{live_server.url}/?{MEANS}", control, typed)
     global_w, rank_w = expected
     sized_page.wait_for_function(SHOWS, arg=float(global_w))
     assert in_sight(sized_page, "[data-value=w-new], [data-summary=w-new]", global_w)
@@ -165,7 +168,7 @@ def test_items_control_changed_mid_screen_shows_both_new_w(
     typed: str,
     expected: tuple[Fraction, Fraction],
 ) -> None:
-    change_where_it_sits(sized_page, f"{live_server.url}/?{ITEMS}#lab", control, typed)
+    change_where_it_sits(sized_page, f"{live_server.url}/?{ITEMS}", control, typed)
     global_w, rank_w = expected
     sized_page.wait_for_function("() => window.__settled > 0")
     assert in_sight(sized_page, "[data-value=w-new], [data-summary=w-new]", global_w)
@@ -194,83 +197,86 @@ def serious_violations(page: Any) -> list[tuple[str, list[Any]]]:
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("added", ["stale", "presenting", "playing"])
 def test_new_states_have_no_serious_accessibility_violations(
-    live_server: LiveServer, browser: Any, off_host: OffHostLog, scheme: str, added: str
+    live_server: LiveServer, pages: Pages, scheme: str, added: str
 ) -> None:
     for width, height in VIEWPORTS:
-        page = new_page(
-            browser, off_host, viewport={"width": width, "height": height}, color_scheme=scheme
-        )
-        try:
-            present = "&present=1" if added == "presenting" else ""
-            page.goto(f"{live_server.url}/?{MEANS}{present}#lab", wait_until="networkidle")
-            if added == "stale":
-                page.locator("#lab-count-1").fill("-1")
-                expect(page.locator("#msg-lab-count-1")).to_be_visible()
-            if added == "playing":
-                page.get_by_role("button", name="Step").click()
-                expect(page.locator(".lab-player-step")).to_have_text("step 0 of 30")
-            assert serious_violations(page) == [], (width, added)
-        finally:
-            page.context.close()
+        page = sized(pages, width, height, color_scheme=scheme)
+        present = "&present=1" if added == "presenting" else ""
+        page.goto(f"{live_server.url}/?{MEANS}{present}#lab")
+        if added == "stale":
+            page.locator("#lab-count-1").fill("-1")
+            expect(page.locator("#msg-lab-count-1")).to_be_visible()
+        if added == "playing":
+            page.get_by_role("button", name="Step").click()
+            expect(page.locator(".lab-player-step")).to_have_text("step 0 of 30")
+        assert serious_violations(page) == [], (width, added)
 
 
 def test_presenter_mode_folds_the_lesson_and_widens_the_lab(
-    live_server: LiveServer, browser: Any, off_host: OffHostLog
+    live_server: LiveServer, pages: Pages
 ) -> None:
-    page = new_page(browser, off_host, viewport={"width": 1280, "height": 800})
+    page = sized(pages, 1280, 800)
+    page.goto(f"{live_server.url}/?{MEANS}&present=1#lab")
+    expect(page.locator(".lesson-header")).to_be_hidden()
+    expect(page.locator("main > section").first).to_be_hidden()
+    lab = page.locator("#lab").bounding_box()
+    assert lab["width"] >= 1280 - 3 * 16 - 20
+    # Large type: the key figure is at least 40 px.
+    size = page.locator("[data-value=w-new]").evaluate(
+        "e => parseFloat(getComputedStyle(e).fontSize)"
+    )
+    assert size >= 40
+    # The flag survives a change of state, and the toggle leaves the mode without a reload.
+    page.locator("#lab-count-1").fill("2")
+    page.wait_for_url("**counts=2,2**present=1#lab")
+    page.get_by_role("link", name="Leave presenter mode").click()
+    expect(page.locator(".lesson-header")).to_be_visible()
+    expect(page).not_to_have_url(re.compile(r"present=1"))
+
+
+@pytest.mark.parametrize(("width", "height"), VIEWPORTS, ids=[f"{w}x{h}" for w, h in VIEWPORTS])
+def test_play_and_step_draw_the_sgd_path(
+    live_server: LiveServer, browser: Any, off_host: OffHostLog, width: int, height: int
+) -> None:
+    # The player's own timer, on the page's installed clock: the 30 steps' 6 s run at once,
+    # in a context of its own (the clock stays installed in it).
+    page = new_page(browser, off_host, viewport={"width": width, "height": height})
     try:
-        page.goto(f"{live_server.url}/?{MEANS}&present=1#lab", wait_until="networkidle")
-        expect(page.locator(".lesson-header")).to_be_hidden()
-        expect(page.locator("main > section").first).to_be_hidden()
-        lab = page.locator("#lab").bounding_box()
-        assert lab["width"] >= 1280 - 3 * 16 - 20
-        # Large type: the key figure is at least 40 px.
-        size = page.locator("[data-value=w-new]").evaluate(
-            "e => parseFloat(getComputedStyle(e).fontSize)"
-        )
-        assert size >= 40
-        # The flag survives a change of state, and the toggle leaves the mode without a reload.
-        page.locator("#lab-count-1").fill("2")
-        page.wait_for_url("**counts=2,2**present=1#lab")
-        page.get_by_role("link", name="Leave presenter mode").click()
-        expect(page.locator(".lesson-header")).to_be_visible()
-        expect(page).not_to_have_url(re.compile(r"present=1"))
+        page.clock.install()
+        page.goto(f"{live_server.url}/?{MEANS}#lab")
+        line = page.locator("#lab polyline.chart-line").first
+        full = len(line.get_attribute("points").split())
+        assert full == 31  # w and 30 steps
+        page.get_by_role("button", name="Start over").click()
+        assert len(line.get_attribute("points").split()) == 1
+        page.get_by_role("button", name="Step").click()
+        assert len(line.get_attribute("points").split()) == 2
+        expect(page.locator(".lab-player-step")).to_have_text("step 1 of 30")
+        page.get_by_role("button", name="Play").click()
+        expect(page.get_by_role("button", name="Pause")).to_be_visible()
+        page.clock.run_for(30 * 200)  # 6000 / 30 steps = 200 ms a step; 29 steps are left
+        expect(page.locator(".lab-player-step")).to_have_text("step 30 of 30")
+        expect(page.get_by_role("button", name="Play")).to_be_visible()
+        assert len(line.get_attribute("points").split()) == full
     finally:
         page.context.close()
-
-
-def test_play_and_step_draw_the_sgd_path(live_server: LiveServer, sized_page: Any) -> None:
-    sized_page.goto(f"{live_server.url}/?{MEANS}#lab", wait_until="networkidle")
-    line = sized_page.locator("#lab polyline.chart-line").first
-    full = len(line.get_attribute("points").split())
-    assert full == 31  # w and 30 steps
-    sized_page.get_by_role("button", name="Start over").click()
-    assert len(line.get_attribute("points").split()) == 1
-    sized_page.get_by_role("button", name="Step").click()
-    assert len(line.get_attribute("points").split()) == 2
-    expect(sized_page.locator(".lab-player-step")).to_have_text("step 1 of 30")
-    sized_page.get_by_role("button", name="Play").click()
-    expect(sized_page.locator(".lab-player-step")).to_have_text("step 30 of 30", timeout=15000)
-    assert len(line.get_attribute("points").split()) == full
+    assert off_host.urls == []
 
 
 def test_share_link_copies_the_state_and_marks_the_preset(
-    live_server: LiveServer, browser: Any, off_host: OffHostLog
+    live_server: LiveServer, pages: Pages
 ) -> None:
-    page = new_page(browser, off_host, viewport={"width": 1280, "height": 800})
-    try:
-        page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-        page.goto(f"{live_server.url}/?{MEANS}#lab", wait_until="networkidle")
-        lesson = page.get_by_role("link", name="Lesson example", exact=True)
-        expect(lesson).to_have_attribute("aria-current", "true")
-        page.locator("#lab-count-1").fill("4")
-        page.wait_for_url("**counts=2,4**#lab")
-        expect(lesson).not_to_have_attribute("aria-current", "true")
-        page.get_by_role("button", name="Copy link").click()
-        expect(page.get_by_role("button", name="Copied")).to_be_visible()
-        copied = page.evaluate("navigator.clipboard.readText()")
-        assert copied.endswith("/?counts=2,4&means=1,3&eta=0.1&w=10#lab")
-        page.locator("#lab-count-1").fill("6")
-        expect(lesson).to_have_attribute("aria-current", "true")
-    finally:
-        page.context.close()
+    page = sized(pages, 1280, 800)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.goto(f"{live_server.url}/?{MEANS}#lab")
+    lesson = page.get_by_role("link", name="Lesson example", exact=True)
+    expect(lesson).to_have_attribute("aria-current", "true")
+    page.locator("#lab-count-1").fill("4")
+    page.wait_for_url("**counts=2,4**#lab")
+    expect(lesson).not_to_have_attribute("aria-current", "true")
+    page.get_by_role("button", name="Copy link").click()
+    expect(page.get_by_role("button", name="Copied")).to_be_visible()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.endswith("/?counts=2,4&means=1,3&eta=0.1&w=10#lab")
+    page.locator("#lab-count-1").fill("6")
+    expect(lesson).to_have_attribute("aria-current", "true")
