@@ -59,9 +59,11 @@ fmt: $(VENV)/.test-installed
 	$(BIN)/ruff check --fix app tests bench $(SCRIPTS)
 
 # Every test, on two cores: one xdist group (the clock-sensitive tests; a browser module) stays
-# on one worker. pytest's summary stays the last line of the output.
+# on one worker; then the tests that measure a browser's wall time, with the machine to
+# themselves. pytest's summary stays the last line of the output.
 test: lint
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2 --dist loadgroup -m 'not alone'
+	$(BIN)/pytest -m alone
 
 # The inner loop: no lint, no browser, no torch pool, no real server, fewer hypothesis examples,
 # on two cores (tests of one xdist group, the clock-sensitive ones, stay on one worker).

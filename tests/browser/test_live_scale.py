@@ -19,7 +19,8 @@ from tests.browser import test_lesson_page
 from tests.browser.test_live import DESKTOP, LIVE_S, Classroom
 from tests.test_live import questions
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# alone: its limits are the browser's wall time, which a second test process would share.
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.alone]
 isolated = test_lesson_page.isolated
 
 STUDENTS = 2000
