@@ -191,18 +191,20 @@ def _stream(request: Request, class_id: int, render_now: Render) -> EventSourceR
     )
 
 
-def host_stream(request: Request, class_id: int) -> EventSourceResponse:
-    """The dashboard: the whole live part first, then the parts that changed (the counts and
-    bars, the shared labs, each student's row that changed)."""
+def host_stream(request: Request, class_id: int, shown: str) -> EventSourceResponse:
+    """The dashboard: the whole live part first (unless the page shows it: ``shown``, its
+    digest), then the parts that changed (the counts and bars, the shared labs, each student's
+    row that changed)."""
 
     def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent]:
-        html = (
-            host_whole(request, snapshot) if last is None else host_changes(request, snapshot, last)
-        )
+        if last is None:
+            html = host_whole(request, snapshot, shown)
+        else:
+            html = host_changes(request, snapshot, last)
         if html:
             yield ServerSentEvent(data=html, event="host")
 
-    return _stream(request, class_id, lambda now, last: made(now, last))
+    return _stream(request, class_id, made)
 
 
 def screen_stream(request: Request, class_id: int) -> EventSourceResponse:

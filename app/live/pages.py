@@ -1,6 +1,7 @@
 """The class's pages and their live parts, rendered from a snapshot: the same partials for the
 plain GET (the whole page, without JavaScript) and for the stream's events (htmx swaps them)."""
 
+import hashlib
 from typing import Any
 
 from markupsafe import Markup
@@ -101,10 +102,20 @@ def page(request: Request, name: str, context: dict[str, Any], status_code: int 
     return response
 
 
+def digest(html: str) -> str:
+    """Which live part a page shows: its stream sends it whole only when it differs."""
+    return hashlib.sha256(html.encode()).hexdigest()[:16]
+
+
 def host_page(request: Request, snapshot: Snapshot, **extra: Any) -> dict[str, Any]:
-    """The dashboard's whole context: the live part plus the controls and the links."""
+    """The dashboard's whole context: the live part (rendered, and its digest for the stream),
+    the controls and the links."""
+    context = host_context(request, snapshot)
+    live_html = render("live/_host_live.html", context)
     return {
-        **host_context(request, snapshot),
+        **context,
+        "live_html": Markup(live_html),
+        "shown": digest(live_html),
         "join_url": join_url(request, snapshot.code),
         "qr": qr_svg(join_url(request, snapshot.code)),
         "cohost_url": (
@@ -119,9 +130,13 @@ def host_page(request: Request, snapshot: Snapshot, **extra: Any) -> dict[str, A
 # ---- the dashboard's stream: the whole live part once, then what changed ------------------
 
 
-def host_whole(request: Request, snapshot: Snapshot) -> str:
-    """The dashboard's whole live part, to replace what a (re)connecting page shows."""
+def host_whole(request: Request, snapshot: Snapshot, shown: str = "") -> str:
+    """The dashboard's whole live part, to replace what a (re)connecting page shows; "" when
+    that page shows it already (``shown``, its digest: a page just loaded is not sent its
+    2,000 rows a second time)."""
     html = render("live/_host_live.html", host_context(request, snapshot))
+    if shown and digest(html) == shown:
+        return ""
     return f'<div id="host-live" hx-swap-oob="innerHTML">{html}</div>'
 
 

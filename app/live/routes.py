@@ -520,13 +520,16 @@ async def class_events(
     live: Class,
     student: MaybeStudent,
     view: str = "",
+    shown: str = "",
 ) -> Response:
     """The page's live parts as Server-Sent Events: the current state first, then changes.
-    The host's dashboard (``?view=host``), the projector (``?view=screen``), both with the host
-    cookie, or a student's page."""
+    The host's dashboard (``?view=host``, ``&shown=`` the digest of the live part its page
+    shows), the projector (``?view=screen``), both with the host cookie, or a student's page."""
     if view in ("host", "screen"):
         hosted(request, live)
-        return host_stream(request, live.id) if view == "host" else screen_stream(request, live.id)
+        if view == "host":
+            return host_stream(request, live.id, shown)
+        return screen_stream(request, live.id)
     if student is None:
         raise NotAllowedError("Join the class first: this stream is for its students.")
     return student_stream(request, live.id, student.id)
