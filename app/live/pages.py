@@ -137,7 +137,7 @@ def host_whole(request: Request, snapshot: Snapshot, shown: str = "") -> str:
     html = render("live/_host_live.html", host_context(request, snapshot))
     if shown and digest(html) == shown:
         return ""
-    return f'<div id="host-live" hx-swap-oob="innerHTML">{html}</div>'
+    return render("live/_host_whole.html", {"request": request, "live_html": Markup(html)})
 
 
 def _question_id(snapshot: Snapshot) -> str | None:
