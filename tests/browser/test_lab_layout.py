@@ -127,10 +127,13 @@ def change_where_it_sits(page: Any, url: str, control: str, typed: str) -> None:
         ".scrollIntoView({block: 'center', behavior: 'instant'})",
         control,
     )
-    # Count the answers htmx settles from here on: the test waits for the one this change asks.
+    # Count the results pane's answers htmx settles from here on: the test waits for the one this
+    # change asks (the pictures' and the details' answers settle on their own, in any order).
     page.evaluate(
         "window.__settled = 0;"
-        "document.addEventListener('htmx:afterSettle', () => { window.__settled += 1; })"
+        "document.addEventListener('htmx:afterSettle', (event) => {"
+        "  if (event.target.id === 'lab-results') { window.__settled += 1; }"
+        "})"
     )
     page.locator(f"#{control}").fill(typed)
     # The control is still in the middle of the screen, where the student had it.
