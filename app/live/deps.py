@@ -60,7 +60,7 @@ async def url_class(request: Request, code: str, session: Session, service: Serv
 Class = Annotated[LiveClass, Depends(url_class)]
 
 
-def hosted(request: Request, live: Class) -> LiveClass:
+async def hosted(request: Request, live: Class) -> LiveClass:
     """The class, if the request carries its host cookie (students are refused too)."""
     if not access.is_host(request, live.code, live.host_token):
         raise NotAllowedError(
@@ -88,7 +88,7 @@ async def student_of(request: Request, live: Class, session: Session) -> Partici
 MaybeStudent = Annotated[Participant | None, Depends(student_of)]
 
 
-def joined(request: Request, live: Class, student: MaybeStudent) -> Participant:
+async def joined(request: Request, live: Class, student: MaybeStudent) -> Participant:
     """The student of this class; without their cookie, the join form for the class."""
     if student is None:
         raise Redirect(route_path(request, "join_code", code=live.code))

@@ -228,7 +228,7 @@ async def class_host(
         response = _see(request, "class_host", code=live.code)
         access.let_host_in(request, response, live.code, live.host_token)
         return response
-    return await _host_page(request, session, service, hosted(request, live))
+    return await _host_page(request, session, service, await hosted(request, live))
 
 
 async def _acted(
@@ -526,7 +526,7 @@ async def class_events(
     The host's dashboard (``?view=host``, ``&shown=`` the digest of the live part its page
     shows), the projector (``?view=screen``), both with the host cookie, or a student's page."""
     if view in ("host", "screen"):
-        hosted(request, live)
+        await hosted(request, live)
         if view == "host":
             return host_stream(request, live.id, shown)
         return screen_stream(request, live.id)

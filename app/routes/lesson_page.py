@@ -67,7 +67,7 @@ def prepare(app: FastAPI) -> None:
     }
 
 
-def served_lesson(request: Request) -> CourseLesson:
+async def served_lesson(request: Request) -> CourseLesson:
     """The lesson a route answers for: the one whose address the request is under (a lesson's
     routes are included under its address alone)."""
     lessons: Mapping[str, CourseLesson] = request.app.state.lessons
