@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from app.lesson.course import ServedLessons
 from app.live.events import Feeds
+from app.live.instructor import Guesses
 from app.live.migrate import revision, upgrade
 from app.live.notify import source_for
 from app.live.service import LiveService
@@ -29,9 +30,14 @@ def open_store(settings: Settings) -> Store:
 
 async def _purge(db: Store, settings: Settings) -> None:
     async with db.session() as session:
-        removed = await purge(session, settings.class_retention_days)
+        removed = await purge(session, settings.class_retention_days, settings.class_unjoined_hours)
     if removed:
-        log.info("deleted %d classes older than %g days", removed, settings.class_retention_days)
+        log.info(
+            "deleted %d classes older than %g days or unjoined after %g hours",
+            removed,
+            settings.class_retention_days,
+            settings.class_unjoined_hours,
+        )
 
 
 async def _daily_purge(db: Store, settings: Settings) -> None:
@@ -46,15 +52,17 @@ async def _daily_purge(db: Store, settings: Settings) -> None:
 @contextlib.asynccontextmanager
 async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> AsyncIterator[None]:
     """The live class for the life of the server: ``app.state.live`` (the service),
-    ``live_store``, ``live_feeds`` (the classes this worker follows) and ``live_source``."""
+    ``live_store``, ``live_feeds`` (the classes this worker follows), ``live_source`` and
+    ``password_guesses``."""
     store = open_store(settings)
     await upgrade(store, settings.data_dir)
-    service = LiveService(course, settings.class_limit)
+    service = LiveService(course, settings.class_limit, settings.class_unjoined_hours)
     await _purge(store, settings)
     feeds = Feeds(service, store)
     source = source_for(store, feeds.followed, feeds.wake)
     app.state.live, app.state.live_store = service, store
     app.state.live_feeds, app.state.live_source = feeds, source
+    app.state.password_guesses = Guesses()
     await source.start()
     purging = asyncio.create_task(_daily_purge(store, settings), name="live-daily-purge")
     try:
@@ -87,7 +95,9 @@ def purge_now(settings: Settings) -> int:
 
     async def work(store: Store) -> int:
         async with store.session() as session:
-            return await purge(session, settings.class_retention_days)
+            return await purge(
+                session, settings.class_retention_days, settings.class_unjoined_hours
+            )
 
     return _beside_the_server(settings, work)
 
