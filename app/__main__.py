@@ -57,13 +57,13 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def purge() -> None:
     """Delete the classes past their retention, now, and say how many."""
     from app.live.lifecycle import purge_now  # only this command opens the database here
+    from app.live.store import UNJOINED_HOURS
 
     settings = get_settings()
     removed = purge_now(settings)
     print(
         f"deleted {removed} {'class' if removed == 1 else 'classes'} older than"
-        f" {settings.class_retention_days:g} days or never joined within"
-        f" {settings.class_unjoined_hours:g} hours"
+        f" {settings.class_retention_days:g} days or never joined within {UNJOINED_HOURS} hours"
     )
 
 

@@ -112,18 +112,16 @@ class Settings(BaseSettings):
     by `python -m app` at start. Required with PostgreSQL (the same on every replica)."""
     class_limit: int = Field(200, ge=1)
     """Classes kept at once; past it starting another is refused (429) until one is deleted or
-    expires. Holds however many start at once, on every worker and replica."""
-    class_unjoined_hours: float = Field(24, gt=0)
-    """A class no student has joined is deleted this many hours after it started (and holds no
-    place under ATLAS_CLASS_LIMIT from then)."""
+    expires. Holds however many start at once, on every worker and replica. A class no student
+    joined stops counting a day after it started (and the next purge deletes it)."""
     public_url: str = ""
     """The address students reach the server at, as scheme and host ('https://lab.example.org',
     no path): the join link, its QR code and the co-host and projector links are written with it.
     Empty: they follow the address the dashboard was opened at (its Host header; see
     docs/deployment.md)."""
     class_retention_days: float = Field(30, gt=0)
-    """Classes older than this many days are deleted with everything in them, when the server
-    starts, daily, and by `python -m app purge`."""
+    """Classes older than this many days (and those no student joined, after a day) are deleted
+    with everything in them, when the server starts, daily, and by `python -m app purge`."""
 
     @field_validator("public_url")
     @classmethod

@@ -695,7 +695,7 @@ def test_python_m_app_purge_deletes_old_classes_on_demand(data_dir: Path) -> Non
 
 
 def test_the_class_limit_counts_joined_and_recent_classes(data_dir: Path) -> None:
-    settings = settings_for(data_dir, class_limit=2, class_unjoined_hours=24)
+    settings = settings_for(data_dir, class_limit=2)
     with TestClient(create_app(settings)) as host:
         joined, unjoined = start_class(host), start_class(host)
         student(host, joined, "Ada")

@@ -16,7 +16,7 @@ from app.live.instructor import Guesses
 from app.live.migrate import revision, upgrade
 from app.live.notify import source_for
 from app.live.service import LiveService
-from app.live.store import Store, database_url, purge
+from app.live.store import UNJOINED_HOURS, Store, database_url, purge
 from app.settings import Settings
 
 log = logging.getLogger("atlas")
@@ -30,13 +30,13 @@ def open_store(settings: Settings) -> Store:
 
 async def _purge(db: Store, settings: Settings) -> None:
     async with db.session() as session:
-        removed = await purge(session, settings.class_retention_days, settings.class_unjoined_hours)
+        removed = await purge(session, settings.class_retention_days)
     if removed:
         log.info(
-            "deleted %d classes older than %g days or unjoined after %g hours",
+            "deleted %d classes older than %g days or unjoined after %d hours",
             removed,
             settings.class_retention_days,
-            settings.class_unjoined_hours,
+            UNJOINED_HOURS,
         )
 
 
@@ -56,7 +56,7 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
     ``password_guesses``."""
     store = open_store(settings)
     await upgrade(store, settings.data_dir)
-    service = LiveService(course, settings.class_limit, settings.class_unjoined_hours)
+    service = LiveService(course, settings.class_limit)
     await _purge(store, settings)
     feeds = Feeds(service, store)
     source = source_for(store, feeds.followed, feeds.wake)
@@ -95,9 +95,7 @@ def purge_now(settings: Settings) -> int:
 
     async def work(store: Store) -> int:
         async with store.session() as session:
-            return await purge(
-                session, settings.class_retention_days, settings.class_unjoined_hours
-            )
+            return await purge(session, settings.class_retention_days)
 
     return _beside_the_server(settings, work)
 

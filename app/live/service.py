@@ -116,18 +116,16 @@ def _students(roster: store.Roster) -> dict[int, Student]:
 class LiveService:
     """The live classes of one server: the lessons they follow and the limit on classes."""
 
-    def __init__(self, course: ServedLessons, class_limit: int, unjoined_hours: float) -> None:
+    def __init__(self, course: ServedLessons, class_limit: int) -> None:
         self.course = course
         self.class_limit = class_limit
-        self.unjoined_hours = unjoined_hours
 
     def _full(self) -> "LimitReachedError":
-        limit, hours = self.class_limit, self.unjoined_hours
+        limit = self.class_limit
         return LimitReachedError(
             f"This server already keeps {limit} {'class' if limit == 1 else 'classes'}, its"
             " limit (ATLAS_CLASS_LIMIT). Delete a finished class; a class no student has"
-            f" joined stops counting {hours:g} {'hour' if hours == 1 else 'hours'} after it"
-            " started."
+            f" joined stops counting {store.UNJOINED_HOURS} hours after it started."
         )
 
     # ---- reading ----------------------------------------------------------------------
@@ -212,7 +210,7 @@ class LiveService:
                     await store.lock_classes(session)
                     session.add(live)
                     await session.flush()
-                    held = await store.classes_holding_places(session, self.unjoined_hours)
+                    held = await store.classes_holding_places(session)
                     if held > self.class_limit:
                         raise self._full()
             except IntegrityError:

@@ -50,6 +50,9 @@ PHASES = ("open", "paused", "revealed")
 NOTIFY_CHANNEL = "atlas_class_changed"
 # Any number fixed for this app (another than the migrations'): starting classes queue on it.
 CLASSES_LOCK = 0x41746C6173 + 1
+# A class no student joined within this many hours stops counting against the class limit (one
+# started and never used cannot hold a place for the whole retention); the purge deletes it.
+UNJOINED_HOURS = 24
 CHANGED = "changed classes"  # the key in session.info
 
 
@@ -213,10 +216,10 @@ async def lock_classes(session: AsyncSession) -> None:
         await session.execute(select(func.pg_advisory_xact_lock(CLASSES_LOCK)))
 
 
-async def classes_holding_places(session: AsyncSession, unjoined_hours: float) -> int:
+async def classes_holding_places(session: AsyncSession) -> int:
     """Classes that count against the limit: those a student joined, and those started within
-    ``unjoined_hours``."""
-    since = now() - timedelta(hours=unjoined_hours)
+    ``UNJOINED_HOURS``."""
+    since = now() - timedelta(hours=UNJOINED_HOURS)
     held = select(func.count(LiveClass.id)).where(or_(LiveClass.created_at >= since, _joined()))
     return (await session.execute(held)).scalar_one()
 
@@ -338,11 +341,11 @@ async def versions(session: AsyncSession, class_ids: Sequence[int]) -> dict[int,
     return {row[0]: row[1] for row in rows.all()}
 
 
-async def purge(session: AsyncSession, retention_days: float, unjoined_hours: float) -> int:
+async def purge(session: AsyncSession, retention_days: float) -> int:
     """Delete every class older than ``retention_days``, and every class no student joined
-    older than ``unjoined_hours`` (students and answers go with it)."""
+    older than ``UNJOINED_HOURS`` (students and answers go with it)."""
     before = now() - timedelta(days=retention_days)
-    unjoined_before = now() - timedelta(hours=unjoined_hours)
+    unjoined_before = now() - timedelta(hours=UNJOINED_HOURS)
     old = LiveClass.created_at < before
     unjoined = and_(LiveClass.created_at < unjoined_before, ~_joined())
     doomed = (await session.execute(select(LiveClass.id).where(or_(old, unjoined)))).scalars()

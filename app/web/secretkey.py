@@ -23,14 +23,14 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from app.live.codes import ALPHABET
 from app.settings import Settings
 
 log = logging.getLogger("atlas")
 KEY_FILE = "secret-key"
 PASSWORD_FILE = "instructor-password"
 # The generated password: three groups of four characters a person reads off a terminal and
-# types, without look-alikes (31¹² ≈ 2⁵⁹).
+# types, without look-alikes (no 0/O, 1/I/L: the join codes' alphabet), 31¹² ≈ 2⁵⁹ of them.
+PASSWORD_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
 PASSWORD_GROUPS, PASSWORD_GROUP = 3, 4
 
 
@@ -53,7 +53,7 @@ def new_key() -> str:
 def new_password() -> str:
     """A random instructor password such as ``K7QM-2XRD-HP4W``."""
     groups = (
-        "".join(secrets.choice(ALPHABET) for _ in range(PASSWORD_GROUP))
+        "".join(secrets.choice(PASSWORD_ALPHABET) for _ in range(PASSWORD_GROUP))
         for _ in range(PASSWORD_GROUPS)
     )
     return "-".join(groups)
