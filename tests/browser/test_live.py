@@ -258,6 +258,9 @@ def test_the_projector_and_cohost_links_open_another_device_without_logging_thei
         projector.goto(screen_link)
         expect(projector).to_have_url(f"{room.url}/class/{code}/screen")
         expect(projector.locator(".live-screen-join")).to_contain_text(code)
+        # Its stream is the projector's too: a question asked shows without a reload.
+        ask(host, questions()[0].id)
+        expect(projector.locator(".live-screen-question")).to_contain_text("1.", timeout=LIVE_S)
         projector.goto(f"{room.url}/class/{code}/host")
         expect(projector.locator("main")).to_contain_text("for the class's instructor")
 
