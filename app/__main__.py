@@ -1,7 +1,9 @@
 """``python -m app``: uvicorn with ``app.web.server``'s protocol limits and keep-alive timeout;
-``python -m app purge`` deletes the live classes past ``ATLAS_CLASS_RETENTION_DAYS`` now;
-``python -m app migrate`` applies the database migrations alone (a server applies them too, at
-start, under a lock: this is for a deployment that migrates before its replicas start).
+it makes the signing key and instructor password (unless set) before any worker starts, and
+says where to start a class and with which password. ``python -m app purge`` deletes the live
+classes past ``ATLAS_CLASS_RETENTION_DAYS`` (or never joined) now; ``python -m app migrate``
+applies the database migrations alone (a server applies them too, at start, under a lock: this
+is for a deployment that migrates before its replicas start).
 
     python -m app --host 0.0.0.0 --port 8000 --workers 2
 
@@ -19,8 +21,9 @@ import sys
 from collections.abc import Sequence
 
 from app.live.database import SharedKeyError, require_shared_key
-from app.settings import get_settings
+from app.settings import Settings, get_settings
 from app.web import listeners
+from app.web.secretkey import PASSWORD_FILE, SecretKeyError, kept_secrets
 
 # Each worker builds the app when it starts (uvicorn --factory).
 APP = "app.main:create_app"
@@ -54,12 +57,13 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def purge() -> None:
     """Delete the classes past their retention, now, and say how many."""
     from app.live.lifecycle import purge_now  # only this command opens the database here
+    from app.live.store import UNJOINED_HOURS
 
     settings = get_settings()
     removed = purge_now(settings)
     print(
         f"deleted {removed} {'class' if removed == 1 else 'classes'} older than"
-        f" {settings.class_retention_days:g} days"
+        f" {settings.class_retention_days:g} days or never joined within {UNJOINED_HOURS} hours"
     )
 
 
@@ -73,17 +77,38 @@ def migrate() -> None:
 COMMANDS = {"purge": purge, "migrate": migrate}
 
 
+def banner(settings: Settings, args: argparse.Namespace, password_set: bool) -> str:
+    """Where to start a class and with which password, said at start as Jupyter says its token
+    (a generated password is shown; a configured one is not repeated)."""
+    shown = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host
+    shown = f"[{shown}]" if ":" in shown else shown
+    origin = settings.public_url or f"http://{shown}:{args.port}"
+    where = f"{origin}{args.root_path}/class/new"
+    if password_set:
+        return f"  Start a live class at {where} with ATLAS_INSTRUCTOR_PASSWORD."
+    return (
+        f"  Start a live class at {where} with the instructor password:"
+        f" {settings.instructor_password}\n  (kept in {settings.data_dir / PASSWORD_FILE};"
+        " set ATLAS_INSTRUCTOR_PASSWORD to choose another)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments and arguments[0] in COMMANDS:
         COMMANDS[arguments[0]]()
         return
     args = parse(arguments)
-    settings = get_settings()
+    configured = get_settings()
     try:
-        require_shared_key(settings.database_url, settings.secret_key)
-    except SharedKeyError as error:  # said once, plainly, before any worker starts
+        require_shared_key(
+            configured.database_url, configured.secret_key, configured.instructor_password
+        )
+        # Made here, once, before any worker starts: every worker reads the same files.
+        settings = kept_secrets(configured)
+    except (SharedKeyError, SecretKeyError) as error:  # said once, plainly
         sys.exit(f"python -m app: refusing to start: {error}")
+    print(banner(settings, args, bool(configured.instructor_password)), flush=True)
     listeners.run(
         APP,
         factory=True,

@@ -32,7 +32,7 @@ from app.routes import course as course_routes
 from app.settings import Settings, get_settings
 from app.web.errors import http_error
 from app.web.limits import RequestLimits, validation_error
-from app.web.secretkey import signing_key
+from app.web.secretkey import kept_secrets
 from app.web.security import (
     SameOriginMiddleware,
     SecurityHeadersMiddleware,
@@ -77,10 +77,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app: settings, the lesson or course (read and verified once), lifespan (refuse to
     start without a lesson; start/stop the confirmation pool), middleware, static, routers."""
     settings = settings or get_settings()
-    require_shared_key(settings.database_url, settings.secret_key)
-    if not settings.secret_key:
-        key = signing_key(settings.data_dir)
-        settings = settings.model_copy(update={"secret_key": key})
+    require_shared_key(settings.database_url, settings.secret_key, settings.instructor_password)
+    # Made by `python -m app` before its workers start; by the first worker otherwise.
+    settings = kept_secrets(settings)
     # Read now: which routes exist, and the OpenAPI title, follow the lessons served.
     try:
         course: ServedLessons | None = load_course(settings.lesson_path)

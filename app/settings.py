@@ -6,6 +6,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -105,14 +106,34 @@ class Settings(BaseSettings):
     (needs ATLAS_SECRET_KEY), or another SQLAlchemy URL with an async driver. Empty: SQLite in the
     data folder (classes.sqlite3)."""
     instructor_password: str = ""
-    """Password asked for when starting a class. Empty: anyone who reaches the server may start one
-    (a laptop in a classroom), up to ATLAS_CLASS_LIMIT classes."""
-    class_limit: int = Field(20, ge=1)
-    """Classes kept at once when starting one needs no password; past it starting another is refused
-    (429) until one is deleted or expires."""
+    """Password asked for when starting a class (the form's field ``password``); a device that
+    gave it is remembered by a signed cookie for ATLAS_CLASS_RETENTION_DAYS. Empty: a random one
+    is made at first start, kept in the data folder (instructor-password, mode 0600) and printed
+    by `python -m app` at start. Required with PostgreSQL (the same on every replica)."""
+    class_limit: int = Field(200, ge=1)
+    """Classes kept at once; past it starting another is refused (429) until one is deleted or
+    expires. Holds however many start at once, on every worker and replica. A class no student
+    joined stops counting a day after it started (and the next purge deletes it)."""
+    public_url: str = ""
+    """The address students reach the server at, as scheme and host ('https://lab.example.org',
+    no path): the join link, its QR code and the co-host and projector links are written with it.
+    Empty: they follow the address the dashboard was opened at (its Host header; see
+    docs/deployment.md)."""
     class_retention_days: float = Field(30, gt=0)
-    """Classes older than this many days are deleted with everything in them, when the server
-    starts, daily, and by `python -m app purge`."""
+    """Classes older than this many days (and those no student joined, after a day) are deleted
+    with everything in them, when the server starts, daily, and by `python -m app purge`."""
+
+    @field_validator("public_url")
+    @classmethod
+    def _origin_only(cls, value: str) -> str:
+        if not value:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError("must start with http:// or https:// and name a host")
+        if parts.path.strip("/") or parts.query or parts.fragment or parts.username:
+            raise ValueError("must be a scheme and host only (a path prefix is --root-path)")
+        return f"{parts.scheme}://{parts.netloc}"
 
     @field_validator("trusted_hosts", mode="before")
     @classmethod

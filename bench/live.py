@@ -118,6 +118,10 @@ class Figures:
         return found
 
 
+# The instructor password of the servers the bench starts (one per run).
+PASSWORD = secrets.token_urlsafe(16)
+
+
 def start(data_dir: Path, workers: int, shared: dict[str, str] | None = None) -> Server:
     """One server as ``python -m app`` starts it; ``shared``: the settings replicas share."""
     port = free_port()
@@ -125,6 +129,7 @@ def start(data_dir: Path, workers: int, shared: dict[str, str] | None = None) ->
         **os.environ,
         "ATLAS_DATA_DIR": str(data_dir),
         "ATLAS_CONFIRM_ENABLED": "false",
+        "ATLAS_INSTRUCTOR_PASSWORD": PASSWORD,
     }
     env.pop("ATLAS_SECRET_KEY", None)
     env.update(shared or {})
@@ -171,7 +176,7 @@ def percentile(values: Sequence[float], share: float) -> float:
 async def run_class(servers: Sequence[Server], students: int, workers: int) -> Figures:
     ports = [int(server.url.rsplit(":", 1)[1]) for server in servers]
     port = ports[0]
-    started = await request(port, "POST", "/class/new")
+    started = await request(port, "POST", "/class/new", form={"password": PASSWORD})
     assert started.status == 303, started.status
     code = started.header("location").split("/")[2]
     host = started.cookie("atlas-host-")

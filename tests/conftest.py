@@ -69,6 +69,11 @@ SERVER_MODULES = {
 }
 
 
+# The instructor password of every app and server the tests start (through the environment,
+# which Settings() and each server's process read); a test of the generated one removes it.
+INSTRUCTOR_PASSWORD = "test-instructor-password"
+os.environ["ATLAS_INSTRUCTOR_PASSWORD"] = INSTRUCTOR_PASSWORD
+
 RUNTIME_DIR = pytest.StashKey[str]()
 MADE_RUNTIME_DIR = "ATLAS_TESTS_MADE_RUNTIME_DIR"
 

@@ -15,6 +15,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from bench._servers import Server, free_port, launch, stop
+from tests.conftest import INSTRUCTOR_PASSWORD
 from tests.test_live import questions
 
 FONT = "/static/vendor/stix-two-math/STIXTwoMath-Regular.woff2"
@@ -126,7 +127,7 @@ def test_server_sent_events_are_neither_compressed_nor_held_back(server: Server)
             httpx.AsyncClient(base_url=server.url, timeout=30, headers=gzip_please) as host,
             httpx.AsyncClient(base_url=server.url, timeout=30, headers=gzip_please) as pupil,
         ):
-            started = await host.post("/class/new")
+            started = await host.post("/class/new", data={"password": INSTRUCTOR_PASSWORD})
             assert started.status_code == 303
             code = started.headers["location"].split("/")[2]
             joined = await pupil.post("/join", data={"code": code, "nickname": "Ada"})

@@ -78,10 +78,11 @@ def test_every_replica_shares_the_key_and_database_and_waits_for_it(
     services: dict[str, dict[str, Any]],
 ) -> None:
     shared = [services[name]["environment"] for name in APP_SERVICES]
-    for key in ("ATLAS_SECRET_KEY", "ATLAS_DATABASE_URL"):
+    for key in ("ATLAS_SECRET_KEY", "ATLAS_INSTRUCTOR_PASSWORD", "ATLAS_DATABASE_URL"):
         assert len({env[key] for env in shared}) == 1, key
     env = shared[0]
-    assert env["ATLAS_SECRET_KEY"].startswith("${ATLAS_SECRET_KEY:?")  # no default key
+    for secret in ("ATLAS_SECRET_KEY", "ATLAS_INSTRUCTOR_PASSWORD"):
+        assert env[secret].startswith(f"${{{secret}:?")  # no default
     # Straight to PostgreSQL (no pooler between): each worker LISTENs there for the changes.
     assert env["ATLAS_DATABASE_URL"].startswith("postgresql://atlas:${POSTGRES_PASSWORD:?")
     assert env["ATLAS_DATABASE_URL"].endswith("@postgres:5432/atlas")

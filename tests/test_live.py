@@ -6,7 +6,9 @@ import asyncio
 import contextlib
 import csv
 import io
+import re
 import sqlite3
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,11 +26,14 @@ from app.lesson.quiz import Question
 from app.lesson.render import render_lesson
 from app.live.access import ParticipantKey, stable_key, student_cookie
 from app.live.codes import ALPHABET, LENGTH, new_code, read_code
+from app.live.database import SharedKeyError
 from app.live.export import neutral
+from app.live.instructor import FREE_GUESSES
 from app.live.store import SQLITE_FILE
 from app.main import create_app
 from app.settings import Settings
-from tests.conftest import ROOT
+from app.web.secretkey import PASSWORD_FILE
+from tests.conftest import INSTRUCTOR_PASSWORD, ROOT
 from tests.test_course import course_folder
 
 GRADIENT = "distributed-gradient-weighting"
@@ -75,7 +80,9 @@ def soup(html: str) -> BeautifulSoup:
 
 
 def start_class(client: TestClient) -> str:
-    started = client.post("/class/new", follow_redirects=False)
+    started = client.post(
+        "/class/new", data={"password": INSTRUCTOR_PASSWORD}, follow_redirects=False
+    )
     assert started.status_code == 303, started.text[:300]
     location = started.headers["location"]
     assert location.startswith("/class/")
@@ -182,10 +189,16 @@ def test_in_a_course_the_class_follows_the_lesson_chosen(tmp_path: Path) -> None
         slugs = [str(o["value"]) for o in form.select("select#lesson option")]
         assert GRADIENT in slugs
         assert SHARD in slugs
-        refused = host.post("/class/new", data={"lesson": "no-such-lesson"})
+        refused = host.post(
+            "/class/new", data={"lesson": "no-such-lesson", "password": INSTRUCTOR_PASSWORD}
+        )
         assert refused.status_code == 422
         assert node(refused.text, "#lesson-error").get_text(strip=True)
-        shard = host.post("/class/new", data={"lesson": SHARD}, follow_redirects=False)
+        shard = host.post(
+            "/class/new",
+            data={"lesson": SHARD, "password": INSTRUCTOR_PASSWORD},
+            follow_redirects=False,
+        )
         shard_code = shard.headers["location"].split("/")[2]
         course = host.app.state.course  # type: ignore[attr-defined]
         shard_question = course.lesson(SHARD).rendered.questions[0]
@@ -198,7 +211,11 @@ def test_in_a_course_the_class_follows_the_lesson_chosen(tmp_path: Path) -> None
         no_lab = host.post(f"/class/{shard_code}/lab", data={"counts": "2,6", "means": "1,3"})
         assert no_lab.status_code == 409
 
-        gradient = host.post("/class/new", data={"lesson": GRADIENT}, follow_redirects=False)
+        gradient = host.post(
+            "/class/new",
+            data={"lesson": GRADIENT, "password": INSTRUCTOR_PASSWORD},
+            follow_redirects=False,
+        )
         code = gradient.headers["location"].split("/")[2]
         pupil = student(host, code, "Ada")
         host.post(
@@ -261,18 +278,93 @@ def test_a_forged_host_cookie_is_refused(app_client: TestClient) -> None:
     assert forger.get(f"/class/{code}/host").status_code == 403
 
 
-def test_the_cohost_link_lets_another_device_in(app_client: TestClient) -> None:
-    code = start_class(app_client)
-    link = node(app_client.get(f"/class/{code}/host").text, "#cohost-url")["value"]
+def _keyed_link(html: str, selector: str) -> tuple[str, str]:
+    """A link's path (what a request sends) and its key (after "#", which no request sends)."""
+    link = node(html, selector)["value"]
     assert isinstance(link, str)
-    assert "?key=" in link
-    path = link.split("://", 1)[1].split("/", 1)[1]
+    address, _, key = link.partition("#")
+    return "/" + address.split("://", 1)[1].split("/", 1)[1], key
+
+
+def test_the_cohost_link_keeps_its_key_out_of_every_url(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    path, key = _keyed_link(app_client.get(f"/class/{code}/host").text, "#cohost-url")
+    assert path == f"/class/{code}/key"
+    assert key
+    assert key not in path
     cohost = other_browser(app_client)
-    assert cohost.get(f"/{path}x").status_code == 403
-    entered = cohost.get(f"/{path}", follow_redirects=False)
+    assert cohost.get(f"/class/{code}/host?key={key}").status_code == 403  # the old way
+    form = cohost.get(path)
+    assert form.status_code == 200
+    assert node(form.text, "form#key-form input#key")["name"] == "key"
+    refused = cohost.post(path, data={"key": key + "x"}, follow_redirects=False)
+    assert refused.status_code == 403
+    assert node(refused.text, "#key-error").get_text(strip=True)
+    entered = cohost.post(path, data={"key": key}, follow_redirects=False)
     assert entered.status_code == 303
     assert entered.headers["location"] == f"/class/{code}/host"
     assert cohost.get(f"/class/{code}/host").status_code == 200
+
+
+def test_the_projector_link_opens_the_projectors_view_only(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    pupil = student(app_client, code, "Ada")
+    first = questions()[0]
+    host_page = app_client.get(f"/class/{code}/host").text
+    path, key = _keyed_link(host_page, "#screen-url")
+    _, host_key = _keyed_link(host_page, "#cohost-url")
+    assert key != host_key
+    projector = other_browser(app_client)
+    assert projector.get(f"/class/{code}/screen").status_code == 403
+    entered = projector.post(path, data={"key": key}, follow_redirects=False)
+    assert entered.status_code == 303
+    assert entered.headers["location"] == f"/class/{code}/screen"
+    screen = projector.get(f"/class/{code}/screen")
+    assert screen.status_code == 200
+    assert "Ada" not in screen.text
+    # Nothing of the host's: the dashboard, its stream, the export and every action.
+    assert projector.get(f"/class/{code}/host").status_code == 403
+    assert projector.get(f"/class/{code}/events?view=host").status_code == 403
+    assert projector.get(f"/class/{code}/export.csv").status_code == 403
+    for action, form in [
+        ("ask", {"question": first.id}),
+        ("reveal", {}),
+        ("remove", {"participant": "1"}),
+        ("end", {}),
+        ("delete", {}),
+    ]:
+        answer = projector.post(f"/class/{code}/{action}", data=form, follow_redirects=False)
+        assert answer.status_code == 403, action
+    # A student's cookie opens no projector either.
+    assert pupil.get(f"/class/{code}/screen").status_code == 403
+    assert app_client.get(f"/class/{code}/host").status_code == 200
+
+
+def test_links_follow_atlas_public_url_not_the_host_header(
+    data_dir: Path, backend: dict[str, str]
+) -> None:
+    public = "https://lab.example.org"
+    with TestClient(create_app(settings_for(data_dir, public_url=public, **backend))) as host:
+        code = start_class(host)
+        pages = [
+            host.get(f"/class/{code}/host", headers={"Host": name}).text
+            for name in ("testserver", "evil.example")
+        ]
+        screen = host.get(f"/class/{code}/screen", headers={"Host": "evil.example"}).text
+    for page in pages:
+        assert "evil.example" not in page
+        assert node(page, ".live-join a.bare-url")["href"] == f"{public}/join/{code}"
+        for selector in ("#cohost-url", "#screen-url"):
+            assert str(node(page, selector)["value"]).startswith(f"{public}/class/{code}/key#")
+    assert "evil.example" not in screen
+    assert str(node(pages[0], ".live-qr")) == str(node(pages[1], ".live-qr"))
+
+
+def test_without_atlas_public_url_links_follow_the_address_asked(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    page = app_client.get(f"/class/{code}/host", headers={"Host": "lab.school.example"}).text
+    join = node(page, ".live-join a.bare-url")["href"]
+    assert join == f"http://lab.school.example/join/{code}"
 
 
 @pytest.mark.parametrize(
@@ -579,10 +671,8 @@ def test_classes_past_retention_are_deleted_on_start(data_dir: Path) -> None:
         assert db.execute("SELECT count(*) FROM live_participants").fetchone() == (0,)
 
 
-def test_python_m_app_purge_deletes_old_classes_on_demand(data_dir: Path) -> None:
-    with TestClient(create_app(settings_for(data_dir))) as host:
-        code = start_class(host)
-    _age(data_dir, code, 31)
+def purged(data_dir: Path) -> str:
+    """What ``python -m app purge`` says, run beside the server on ``data_dir``."""
     done = subprocess.run(
         [sys.executable, "-m", "app", "purge"],
         cwd=ROOT,
@@ -592,28 +682,91 @@ def test_python_m_app_purge_deletes_old_classes_on_demand(data_dir: Path) -> Non
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert "deleted 1 class" in done.stdout
+    return done.stdout
+
+
+def test_python_m_app_purge_deletes_old_classes_on_demand(data_dir: Path) -> None:
+    with TestClient(create_app(settings_for(data_dir))) as host:
+        code = start_class(host)
+    _age(data_dir, code, 31)
+    assert "deleted 1 class" in purged(data_dir)
     with sqlite3.connect(data_dir / SQLITE_FILE) as db:
         assert db.execute("SELECT count(*) FROM live_classes").fetchone() == (0,)
 
 
-def test_starting_without_a_password_is_limited(data_dir: Path) -> None:
-    with TestClient(create_app(settings_for(data_dir, class_limit=2))) as host:
-        start_class(host)
-        start_class(host)
+def test_the_class_limit_counts_joined_and_recent_classes(data_dir: Path) -> None:
+    settings = settings_for(data_dir, class_limit=2)
+    with TestClient(create_app(settings)) as host:
+        joined, unjoined = start_class(host), start_class(host)
+        student(host, joined, "Ada")
         refused = host.post("/class/new", follow_redirects=False)
         assert refused.status_code == 429
-        assert "ATLAS_INSTRUCTOR_PASSWORD" in refused.text
+        assert "ATLAS_CLASS_LIMIT" in node(refused.text, ".live-error").text
+        # A class no one joined stops holding a place a day after it started; a joined one
+        # holds it for the retention.
+        _age(data_dir, joined, 2)
+        _age(data_dir, unjoined, 2)
+        third = start_class(host)
+        assert host.post("/class/new", follow_redirects=False).status_code == 429
+    assert "deleted 1 class" in purged(data_dir)
+    with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+        kept = {code for (code,) in db.execute("SELECT code FROM live_classes")}
+    assert kept == {joined, third}
 
 
-def test_starting_asks_for_the_password_when_one_is_set(data_dir: Path) -> None:
+def test_starting_a_class_takes_the_instructor_password(data_dir: Path) -> None:
     with TestClient(create_app(settings_for(data_dir, instructor_password="s3cret"))) as host:
         assert soup(host.get("/class/new").text).select_one("input#password") is not None
-        wrong_one = host.post("/class/new", data={"password": "guess"}, follow_redirects=False)
-        assert wrong_one.status_code == 403
-        assert node(wrong_one.text, "#password-error").get_text(strip=True)
+        for typed in ("", "guess", "s3cret "):
+            wrong_one = host.post("/class/new", data={"password": typed}, follow_redirects=False)
+            assert wrong_one.status_code == 422, typed
+            assert node(wrong_one.text, "#password-error").get_text(strip=True)
+            assert node(wrong_one.text, "input#password")["aria-invalid"] == "true"
         right = host.post("/class/new", data={"password": "s3cret"}, follow_redirects=False)
         assert right.status_code == 303
+        assert "atlas-instructor" in host.cookies
+        # The device is remembered: not asked again.
+        assert soup(host.get("/class/new").text).select_one("input#password") is None
+        assert host.post("/class/new", follow_redirects=False).status_code == 303
+        # Another device is asked; a forged or other server's cookie is not the instructor's.
+        other = other_browser(host)
+        assert soup(other.get("/class/new").text).select_one("input#password") is not None
+        other.cookies.set("atlas-instructor", host.cookies["atlas-instructor"] + "x")
+        assert other.post("/class/new", follow_redirects=False).status_code == 422
+    # A new password forgets every remembered device.
+    with TestClient(create_app(settings_for(data_dir, instructor_password="new"))) as again:
+        again.cookies.set("atlas-instructor", host.cookies["atlas-instructor"], path="/class")
+        assert again.post("/class/new", follow_redirects=False).status_code == 422
+
+
+def test_wrong_passwords_from_one_address_are_limited(data_dir: Path) -> None:
+    with TestClient(create_app(settings_for(data_dir))) as host:
+        for _ in range(FREE_GUESSES):
+            assert host.post("/class/new", data={"password": "guess"}).status_code == 422
+        # Past the free guesses even the right password waits: guessing it is not faster.
+        limited = host.post("/class/new", data={"password": INSTRUCTOR_PASSWORD})
+        assert limited.status_code == 429
+        assert "try again in 10 minutes" in node(limited.text, "#password-error").text
+
+
+def test_without_a_password_set_one_is_made_once_and_kept(data_dir: Path) -> None:
+    settings = settings_for(data_dir, instructor_password="")
+    made = create_app(settings).state.settings.instructor_password
+    kept = data_dir / PASSWORD_FILE
+    assert kept.read_text() == made
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert re.fullmatch(r"[2-9A-Z]{4}-[2-9A-Z]{4}-[2-9A-Z]{4}", made)
+    with TestClient(create_app(settings)) as host:
+        assert host.app.state.settings.instructor_password == made  # type: ignore[attr-defined]
+        assert host.post("/class/new", data={"password": made}).status_code == 200
+
+
+def test_postgresql_needs_the_password_set() -> None:
+    settings = Settings(
+        database_url="postgresql://u@localhost/x", secret_key=KEY, instructor_password=""
+    )
+    with pytest.raises(SharedKeyError, match="ATLAS_INSTRUCTOR_PASSWORD"):
+        create_app(settings)
 
 
 def test_a_students_requests_carry_their_key(app_client: TestClient) -> None:

@@ -4,32 +4,37 @@ by the other (through the database's change counter)."""
 
 import asyncio
 import os
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
 import uvicorn
 from bs4 import BeautifulSoup
 
 from app.lesson.quiz import Question
+from app.live.store import SQLITE_FILE
 from app.main import create_app
 from bench._procs import uvicorn_workers
 from bench._servers import Server, free_port, launch, stop
 from bench._sse import Event, read_events
+from tests.conftest import INSTRUCTOR_PASSWORD
 from tests.test_live import questions, settings_for
 
 KEY = "test-live-server-key"
 
 
-def start(data_dir: Path, workers: int) -> Server:
+def start(data_dir: Path, workers: int, **settings: str) -> Server:
     port = free_port()
     env = {
         **os.environ,
         "ATLAS_DATA_DIR": str(data_dir),
         "ATLAS_SECRET_KEY": KEY,
         "ATLAS_CONFIRM_ENABLED": "false",
+        **settings,
     }
     command = [sys.executable, "-m", "app", "--port", str(port), "--workers", str(workers)]
     return launch([*command, "--log-level", "warning"], port=port, ready_path="/healthz", env=env)
@@ -54,7 +59,7 @@ def two_workers(tmp_path: Path) -> Iterator[Server]:
 
 
 async def start_class(client: httpx.AsyncClient) -> str:
-    started = await client.post("/class/new")
+    started = await client.post("/class/new", data={"password": INSTRUCTOR_PASSWORD})
     assert started.status_code == 303
     return started.headers["location"].split("/")[2]
 
@@ -340,3 +345,56 @@ def test_a_stream_ends_when_its_feed_fails(tmp_path: Path) -> None:
             await serving
 
     asyncio.run(run())
+
+
+# ---- the class limit under concurrency -----------------------------------------------------
+
+LIMIT = 20
+AT_ONCE = 60
+
+
+async def stored_classes(database_url: str, data_dir: Path) -> int:
+    if database_url:
+        connection = await asyncpg.connect(database_url)
+        try:
+            return int(await connection.fetchval("SELECT count(*) FROM live_classes"))
+        finally:
+            await connection.close()
+    with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+        return int(db.execute("SELECT count(*) FROM live_classes").fetchone()[0])
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_classes_started_at_once_never_pass_the_limit(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """60 classes started at once on two workers: exactly the limit are stored, every other
+    start is told 429 (the count and the insert are one step under the classes' lock)."""
+    database_url = request.getfixturevalue("postgres_url") if backend == "postgresql" else ""
+    server = start(
+        tmp_path / "data",
+        2,
+        ATLAS_CLASS_LIMIT=str(LIMIT),
+        **({"ATLAS_DATABASE_URL": database_url} if database_url else {}),
+    )
+
+    async def one(start_line: asyncio.Event) -> int:
+        async with httpx.AsyncClient(base_url=server.url, timeout=60) as device:
+            await start_line.wait()
+            answer = await device.post("/class/new", data={"password": INSTRUCTOR_PASSWORD})
+            return answer.status_code
+
+    async def run() -> list[int]:
+        start_line = asyncio.Event()
+        starts = [asyncio.create_task(one(start_line)) for _ in range(AT_ONCE)]
+        await asyncio.sleep(0)  # every client waits at the line
+        start_line.set()
+        return await asyncio.gather(*starts)
+
+    try:
+        statuses = asyncio.run(run())
+        stored = asyncio.run(stored_classes(database_url, tmp_path / "data"))
+    finally:
+        stop(server)
+    assert stored == LIMIT
+    assert sorted(statuses) == [303] * LIMIT + [429] * (AT_ONCE - LIMIT)

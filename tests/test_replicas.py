@@ -27,7 +27,7 @@ import pytest
 
 from app.lesson.quiz import Question
 from bench._servers import free_port
-from tests.conftest import ROOT, LiveServer, start_server, stop_server
+from tests.conftest import INSTRUCTOR_PASSWORD, ROOT, LiveServer, start_server, stop_server
 from tests.servers import Postgres, require
 from tests.test_live import questions, wrong
 
@@ -136,7 +136,9 @@ def replicas(tmp_path: Path, postgres_url: str) -> Iterator[list[LiveServer]]:
 
 
 def start_class(host: Browser, server: LiveServer, question: Question) -> str:
-    started = host.client.post(f"{server.url}/class/new", follow_redirects=False)
+    started = host.client.post(
+        f"{server.url}/class/new", data={"password": INSTRUCTOR_PASSWORD}, follow_redirects=False
+    )
     assert started.status_code == 303, started.text[:300]
     code = started.headers["location"].split("/")[2]
     assert host.post(server, f"/class/{code}/ask", question=question.id).status_code < 400
@@ -380,18 +382,28 @@ def test_python_m_app_migrate_runs_the_migrations_alone(
     assert tables == "alembic_version,live_answers,live_classes,live_participants"
 
 
-def test_postgresql_without_a_secret_key_refuses_to_start(postgres_url: str) -> None:
+@pytest.mark.parametrize(
+    ("given", "missing"),
+    [
+        ({}, "ATLAS_SECRET_KEY and ATLAS_INSTRUCTOR_PASSWORD"),
+        ({"ATLAS_SECRET_KEY": KEY}, "ATLAS_INSTRUCTOR_PASSWORD"),
+        ({"ATLAS_INSTRUCTOR_PASSWORD": INSTRUCTOR_PASSWORD}, "ATLAS_SECRET_KEY"),
+    ],
+)
+def test_postgresql_without_a_shared_key_or_password_refuses_to_start(
+    postgres_url: str, given: dict[str, str], missing: str
+) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "app", "--port", "0"],
         cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", "ATLAS_DATABASE_URL": postgres_url},
+        env={"PATH": "/usr/bin:/bin", "ATLAS_DATABASE_URL": postgres_url, **given},
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode != 0
     assert "python -m app: refusing to start: ATLAS_DATABASE_URL names PostgreSQL" in done.stderr
-    assert "set ATLAS_SECRET_KEY, the same on every replica" in done.stderr
+    assert f"set {missing}, the same on every replica" in done.stderr
 
 
 def proxy_config(tmp: Path, port: int, replica_ports: list[int]) -> str:

@@ -1,6 +1,7 @@
 """No public signing key: without ATLAS_SECRET_KEY one is made once and kept in the data folder."""
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from app import PACKAGE_DIR
 from app.lesson.quiz import read_results, sign_results
 from app.main import create_app
 from app.settings import Settings
-from app.web.secretkey import KEY_FILE, SecretKeyError, kept_secret
+from app.web.secretkey import KEY_FILE, PASSWORD_FILE, SecretKeyError, kept_secret
 from bench._procs import uvicorn_workers
 from bench._servers import Server, free_port, launch, stop
 from tests.test_classroom import cpu_ticks, fresh_connection_get, questions
@@ -151,13 +152,83 @@ def test_start_logs_where_the_key_is_kept(tmp_path: Path) -> None:
     assert f"kept in {tmp_path / 'data' / KEY_FILE}" in result.stderr
 
 
-def test_an_unusable_data_folder_still_starts_with_a_key_of_its_own(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_an_unusable_data_folder_stops_the_app_from_starting(tmp_path: Path) -> None:
+    """No key of its own per process: with several workers each would sign with another."""
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     settings = Settings(secret_key="", data_dir=blocker / "data", confirm_enabled=False)
-    with caplog.at_level("ERROR", logger="atlas"):
-        key = create_app(settings).state.settings.secret_key
-    assert len(key) >= 40
-    assert "set ATLAS_SECRET_KEY" in caplog.text
+    with pytest.raises(SecretKeyError, match="set ATLAS_SECRET_KEY"):
+        create_app(settings)
+
+
+# ---- python -m app: the key and the password made once, before its workers start ------------
+
+
+def without_secrets(data_dir: Path) -> dict[str, str]:
+    unset = ("ATLAS_SECRET_KEY", "ATLAS_INSTRUCTOR_PASSWORD")
+    env = {name: value for name, value in os.environ.items() if name not in unset}
+    env.update({"ATLAS_CONFIRM_ENABLED": "false", "ATLAS_DATA_DIR": str(data_dir)})
+    return env
+
+
+@pytest.mark.server
+def test_python_m_app_refuses_a_data_folder_others_can_read(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    data_dir.chmod(0o755)
+    command = [sys.executable, "-m", "app", "--port", str(free_port()), "--workers", "2"]
+    done = subprocess.run(
+        command, env=without_secrets(data_dir), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0
+    assert "refusing to start" in done.stderr
+    assert f"chmod 700 {data_dir}" in done.stderr
+    assert not (data_dir / KEY_FILE).exists()
+
+
+@pytest.mark.server
+def test_python_m_app_prints_the_password_and_every_worker_shares_key_and_password(
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / "data"
+    port = free_port()
+    command = [sys.executable, "-m", "app", "--port", str(port), "--workers", "2"]
+    with (tmp_path / "log").open("wb") as log:
+        server = launch(
+            [*command, "--log-level", "warning"],
+            port=port,
+            ready_path="/healthz",
+            env=without_secrets(data_dir),
+            log=log,
+        )
+    try:
+        said = (tmp_path / "log").read_text()
+        printed = re.search(
+            rf"Start a live class at http://127\.0\.0\.1:{port}/class/new with the instructor"
+            r" password: (\S+)",
+            said,
+        )
+        assert printed is not None, said
+        password = printed.group(1)
+        assert (data_dir / PASSWORD_FILE).read_text() == password
+        assert stat.S_IMODE((data_dir / PASSWORD_FILE).stat().st_mode) == 0o600
+        assert str(data_dir / PASSWORD_FILE) in said
+        workers = uvicorn_workers(server.process.pid)
+        assert len(workers) == 2
+        with httpx.Client(base_url=server.url, timeout=30) as host:
+            started = host.post("/class/new", data={"password": password})
+            assert started.status_code == 303, started.text[:300]
+            code = started.headers["location"].split("/")[2]
+            cookies = host.cookies
+        # Fresh connections reach both workers (app.web.listeners spreads them): the host
+        # cookie holds on every one, and every worker asks the printed password.
+        for _ in range(20):
+            page = fresh_connection_get(f"{server.url}/class/{code}/host", cookies)
+            assert page.status == 200
+        with httpx.Client(base_url=server.url, timeout=30) as other:
+            for _ in range(2):
+                again = other.post("/class/new", data={"password": password})
+                assert again.status_code == 303
+                other.cookies.clear()
+    finally:
+        stop(server)

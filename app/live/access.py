@@ -1,8 +1,12 @@
-"""Who is asking: the signed, HttpOnly cookies of a class's host and of its students.
+"""Who is asking: the signed, HttpOnly cookies of the instructor's device, of a class's host, of
+its projector and of its students.
 
-The host cookie holds the class's host token (also the secret of the co-host link); a student's
-holds their participant token. Both are signed with the server's key (kept in the data folder
-when not configured), so a restart keeps everyone in their class. The token alone is not
+The instructor cookie remembers a device that gave the instructor password (it holds a keyed
+digest of the password, so a new password forgets every device). The host cookie holds the
+class's host token (also the secret of the co-host link); the projector's holds the screen
+token, derived from the host token one way (it opens the projector's view and nothing else); a
+student's holds their participant token. All are signed with the server's key (kept in the data
+folder when not configured), so a restart keeps everyone in their class. A token alone is not
 trusted: the class row must hold it too, so a deleted class or a removed student is gone.
 """
 
@@ -16,6 +20,10 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 HOST_SALT = "atlas-live-host"
+SCREEN_SALT = "atlas-live-screen"
+INSTRUCTOR_SALT = "atlas-live-instructor"
+INSTRUCTOR_COOKIE = "atlas-instructor"
+DAY_S = 60 * 60 * 24
 STUDENT_SALT = "atlas-live-student"
 STUDENT_PREFIX = "atlas-class-"
 COOKIE_AGE = 60 * 60 * 24 * 30
@@ -23,6 +31,10 @@ COOKIE_AGE = 60 * 60 * 24 * 30
 
 def host_cookie(code: str) -> str:
     return f"atlas-host-{code}"
+
+
+def screen_cookie(code: str) -> str:
+    return f"atlas-screen-{code}"
 
 
 def student_cookie(code: str) -> str:
@@ -44,13 +56,21 @@ def _read(request: Request, name: str, salt: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _set(request: Request, response: Response, name: str, value: str, salt: str, path: str) -> None:
+def _set(
+    request: Request,
+    response: Response,
+    name: str,
+    value: str,
+    salt: str,
+    path: str,
+    max_age: int = COOKIE_AGE,
+) -> None:
     signed = URLSafeSerializer(request.app.state.settings.secret_key, salt=salt).dumps(value)
     response.set_cookie(
         name,
         signed,
         path=path,
-        max_age=COOKIE_AGE,
+        max_age=max_age,
         httponly=True,
         samesite="lax",
         secure=request.url.scheme == "https",
@@ -72,6 +92,45 @@ def let_host_in(request: Request, response: Response, code: str, host_token: str
         HOST_SALT,
         f"{_root(request)}/class/{code}",
     )
+
+
+def screen_token(host_token: str) -> str:
+    """The projector's token of a class: from its host token, which it does not reveal."""
+    return hashlib.sha256(f"atlas-screen:{host_token}".encode()).hexdigest()[:32]
+
+
+def is_viewer(request: Request, code: str, host_token: str) -> bool:
+    """The request carries this class's projector cookie."""
+    held = _read(request, screen_cookie(code), SCREEN_SALT)
+    return held is not None and hmac.compare_digest(held, screen_token(host_token))
+
+
+def let_viewer_in(request: Request, response: Response, code: str, host_token: str) -> None:
+    token = screen_token(host_token)
+    path = f"{_root(request)}/class/{code}"
+    _set(request, response, screen_cookie(code), token, SCREEN_SALT, path)
+
+
+def _device_mark(request: Request) -> str:
+    """What the instructor cookie holds: the password keyed with the signing key (the cookie's
+    payload is readable; without the key it tells nothing of the password)."""
+    settings = request.app.state.settings
+    key, password = settings.secret_key.encode(), settings.instructor_password.encode()
+    return hmac.new(key, b"instructor:" + password, hashlib.sha256).hexdigest()[:32]
+
+
+def is_instructor(request: Request) -> bool:
+    """The device gave the instructor password (the present one) within the retention."""
+    held = _read(request, INSTRUCTOR_COOKIE, INSTRUCTOR_SALT)
+    return held is not None and hmac.compare_digest(held, _device_mark(request))
+
+
+def remember_instructor(request: Request, response: Response) -> None:
+    """Remember the device as the instructor's for as long as its classes are kept."""
+    days = request.app.state.settings.class_retention_days
+    path = f"{_root(request)}/class"
+    mark = _device_mark(request)
+    _set(request, response, INSTRUCTOR_COOKIE, mark, INSTRUCTOR_SALT, path, round(days * DAY_S))
 
 
 def student_token(request: Request, code: str) -> str | None:

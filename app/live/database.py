@@ -2,8 +2,9 @@
 
 SQLite in the data folder needs nothing configured. ``ATLAS_DATABASE_URL=postgresql://...`` is
 PostgreSQL through asyncpg: shared by several replicas, so the migrations run under a lock that
-holds across machines, the replicas must share one signing key, and a database that cannot be
-reached makes a request answer 503 with ``Retry-After`` rather than 500 or a hang.
+holds across machines, the replicas must share one signing key and instructor password, and a
+database that cannot be reached makes a request answer 503 with ``Retry-After`` rather than 500
+or a hang.
 """
 
 import asyncio
@@ -44,7 +45,7 @@ AWAY: tuple[type[Exception], ...] = (
 
 
 class SharedKeyError(RuntimeError):
-    """PostgreSQL is configured but ``ATLAS_SECRET_KEY`` is not."""
+    """PostgreSQL is configured but ``ATLAS_SECRET_KEY`` or ``ATLAS_INSTRUCTOR_PASSWORD`` is not."""
 
 
 def is_postgresql(url: str) -> bool:
@@ -61,14 +62,24 @@ def engine_url(configured: str, sqlite_file: Path) -> str:
     return configured
 
 
-def require_shared_key(database_url: str, secret_key: str) -> None:
-    """Refuse PostgreSQL without a configured key: each replica would make its own, and a
-    cookie signed by one would be refused by the next (the student would be a stranger)."""
-    if is_postgresql(database_url) and not secret_key:
+def require_shared_key(database_url: str, secret_key: str, instructor_password: str) -> None:
+    """Refuse PostgreSQL without a configured key and instructor password: each replica would
+    make its own, so a cookie signed by one would be refused by the next (the student would be
+    a stranger), and the password printed by one would not open the next."""
+    missing = [
+        name
+        for name, value in (
+            ("ATLAS_SECRET_KEY", secret_key),
+            ("ATLAS_INSTRUCTOR_PASSWORD", instructor_password),
+        )
+        if not value
+    ]
+    if is_postgresql(database_url) and missing:
         raise SharedKeyError(
-            "ATLAS_DATABASE_URL names PostgreSQL, which several replicas share: set"
-            " ATLAS_SECRET_KEY, the same on every replica, so that a cookie signed by one"
-            " replica is accepted by the others (e.g. ATLAS_SECRET_KEY=$(python3 -c"
+            f"ATLAS_DATABASE_URL names PostgreSQL, which several replicas share: set"
+            f" {' and '.join(missing)}, the same on every replica, so that a cookie signed by"
+            " one replica is accepted by the others and one password starts a class on any"
+            " (e.g. ATLAS_SECRET_KEY=$(python3 -c"
             " 'import secrets; print(secrets.token_urlsafe(32))'))"
         )
 

@@ -71,8 +71,23 @@ async def hosted(request: Request, live: Class) -> LiveClass:
 
 
 Hosted = Annotated[LiveClass, Depends(hosted)]
-# The projector's view is the host's own, opened from the dashboard.
-Screen = Hosted
+
+
+async def screened(request: Request, live: Class) -> LiveClass:
+    """The class, if the request carries its host cookie or its projector's (the view-only
+    link's): the projector's view and its stream, nothing else."""
+    if not (
+        access.is_host(request, live.code, live.host_token)
+        or access.is_viewer(request, live.code, live.host_token)
+    ):
+        raise NotAllowedError(
+            "The projector's view is opened from the class's dashboard, or on another device"
+            " with the projector link the dashboard shows."
+        )
+    return live
+
+
+Screen = Annotated[LiveClass, Depends(screened)]
 
 
 async def student_of(request: Request, live: Class, session: Session) -> Participant | None:

@@ -12,10 +12,11 @@ from fastapi import FastAPI
 
 from app.lesson.course import ServedLessons
 from app.live.events import Feeds
+from app.live.instructor import Guesses
 from app.live.migrate import revision, upgrade
 from app.live.notify import source_for
 from app.live.service import LiveService
-from app.live.store import Store, database_url, purge
+from app.live.store import UNJOINED_HOURS, Store, database_url, purge
 from app.settings import Settings
 
 log = logging.getLogger("atlas")
@@ -31,7 +32,12 @@ async def _purge(db: Store, settings: Settings) -> None:
     async with db.session() as session:
         removed = await purge(session, settings.class_retention_days)
     if removed:
-        log.info("deleted %d classes older than %g days", removed, settings.class_retention_days)
+        log.info(
+            "deleted %d classes older than %g days or unjoined after %d hours",
+            removed,
+            settings.class_retention_days,
+            UNJOINED_HOURS,
+        )
 
 
 async def _daily_purge(db: Store, settings: Settings) -> None:
@@ -46,7 +52,8 @@ async def _daily_purge(db: Store, settings: Settings) -> None:
 @contextlib.asynccontextmanager
 async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> AsyncIterator[None]:
     """The live class for the life of the server: ``app.state.live`` (the service),
-    ``live_store``, ``live_feeds`` (the classes this worker follows) and ``live_source``."""
+    ``live_store``, ``live_feeds`` (the classes this worker follows), ``live_source`` and
+    ``password_guesses``."""
     store = open_store(settings)
     await upgrade(store, settings.data_dir)
     service = LiveService(course, settings.class_limit)
@@ -55,6 +62,7 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
     source = source_for(store, feeds.followed, feeds.wake)
     app.state.live, app.state.live_store = service, store
     app.state.live_feeds, app.state.live_source = feeds, source
+    app.state.password_guesses = Guesses()
     await source.start()
     purging = asyncio.create_task(_daily_purge(store, settings), name="live-daily-purge")
     try:

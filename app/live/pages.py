@@ -8,6 +8,7 @@ from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from app.live.access import screen_token
 from app.live.service import ClassState, LiveService, Snapshot, Student, shared_lab_view
 from app.live.view import (
     distribution,
@@ -33,12 +34,17 @@ def lesson_path(request: Request, state: ClassState) -> str:
     return root + service_of(request).course.path(state.lesson.slug)
 
 
+def origin(request: Request) -> str:
+    """Where students reach the server: ATLAS_PUBLIC_URL, else the address this page was
+    reached at (its Host header: the instructor's own view; a class's other pages never carry
+    an absolute address)."""
+    public: str = request.app.state.settings.public_url
+    return public or f"{request.url.scheme}://{request.url.netloc}"
+
+
 def join_url(request: Request, code: str) -> str:
-    """The join address as a phone must type or scan it: absolute, from the address this page
-    was reached at (the instructor's own view; a class's other pages never carry it)."""
-    return (
-        f"{request.url.scheme}://{request.url.netloc}{route_path(request, 'join_code', code=code)}"
-    )
+    """The join address as a phone must type or scan it: absolute."""
+    return f"{origin(request)}{route_path(request, 'join_code', code=code)}"
 
 
 def now_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
@@ -112,16 +118,16 @@ def host_page(request: Request, snapshot: Snapshot, **extra: Any) -> dict[str, A
     the controls and the links."""
     context = host_context(request, snapshot)
     live_html = render("live/_host_live.html", context)
+    key_url = f"{origin(request)}{route_path(request, 'class_key', code=snapshot.code)}"
     return {
         **context,
         "live_html": Markup(live_html),
         "shown": digest(live_html),
         "join_url": join_url(request, snapshot.code),
         "qr": qr_svg(join_url(request, snapshot.code)),
-        "cohost_url": (
-            f"{request.url.scheme}://{request.url.netloc}"
-            f"{route_path(request, 'class_host', code=snapshot.code)}?key={snapshot.host_token}"
-        ),
+        # The keys after "#": a browser never sends them (app/live/routes.py, class_key).
+        "cohost_url": f"{key_url}#{snapshot.host_token}",
+        "screen_url": f"{key_url}#{screen_token(snapshot.host_token)}",
         "questions": snapshot.lesson.rendered.questions,
         **extra,
     }

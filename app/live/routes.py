@@ -30,9 +30,11 @@ from app.live.deps import (
     Service,
     Session,
     hosted,
+    screened,
 )
 from app.live.events import host_stream, screen_stream, student_stream
 from app.live.export import csv_response
+from app.live.instructor import check_password
 from app.live.pages import NO_STORE, host_page, join_url, page, screen_context, student_context
 from app.live.service import (
     BusyError,
@@ -71,7 +73,9 @@ POSTED: dict[int | str, dict[str, Any]] = {
     303: {"description": "Done: the page to show next (post/redirect/get)."},
     409: {"description": "Refused in the class's present state; the page says why."},
     422: {"description": "A field is not valid; the page names it beside the field."},
-    429: {"description": "The server keeps as many classes as it may without a password."},
+    429: {
+        "description": "The server keeps as many classes as it may, or too many wrong passwords."
+    },
 }
 
 
@@ -118,6 +122,10 @@ def _see(request: Request, name: str, **params: str) -> Response:
 class NewClassForm(BaseModel):
     lesson: str = ""
     password: str = ""
+
+
+class KeyForm(BaseModel):
+    key: str = ""
 
 
 class AskForm(BaseModel):
@@ -169,7 +177,7 @@ def _new_form(
     context = {
         "lessons": service.course.lessons,
         "choose_lesson": service.course.folder,
-        "needs_password": bool(request.app.state.settings.instructor_password),
+        "needs_password": not access.is_instructor(request),
         "error": error,
     }
     return page(request, "live/new.html", context, status_code=status_code)
@@ -188,17 +196,20 @@ async def class_create(
     service: Service,
     form: Annotated[NewClassForm, Form(default_factory=NewClassForm)],
 ) -> Response:
-    """Start a class: 303 to its dashboard with the host cookie set."""
-    password = request.app.state.settings.instructor_password
+    """Start a class (field password, unless this device gave it before): 303 to its
+    dashboard with the host cookie set, and the device remembered as the instructor's."""
+    remembered = access.is_instructor(request)
     try:
-        if password and not hmac.compare_digest(form.password.encode(), password.encode()):
-            raise NotAllowedError("That is not the instructor password.", "password")
+        if not remembered:
+            await check_password(request, form.password)
         slug = form.lesson or service.course.lessons[0].slug
-        live = await service.create(session, slug, open_start=not password)
+        live = await service.create(session, slug)
     except RefusalError as error:
         return _new_form(request, service, error, status_of(error))
     response = _see(request, "class_host", code=live.code)
     access.let_host_in(request, response, live.code, live.host_token)
+    if not remembered:
+        access.remember_instructor(request, response)
     return response
 
 
@@ -219,16 +230,41 @@ async def _host_page(
 
 @router.get("/class/{code}/host", name="class_host", responses=POSTED)
 async def class_host(
-    request: Request, live: Class, session: Session, service: Service, key: str | None = None
+    request: Request, live: Hosted, session: Session, service: Service
 ) -> Response:
-    """The instructor's dashboard; ``?key=`` (the co-host link) lets another device in."""
-    if key is not None:
-        if not hmac.compare_digest(key.encode(), live.host_token.encode()):
-            raise NotAllowedError("This co-host link is not valid for this class.")
+    """The instructor's dashboard."""
+    return await _host_page(request, session, service, live)
+
+
+def _key_form(
+    request: Request, code: str, error: RefusalError | None = None, status_code: int = 200
+) -> Response:
+    return page(request, "live/key.html", {"code": code, "error": error}, status_code=status_code)
+
+
+@forms.get("/class/{code}/key", name="class_key", responses=REFUSALS)
+async def class_key(request: Request, live: Class) -> Response:
+    """The co-host and projector links' page: it posts the key the link carries after "#"."""
+    return _key_form(request, live.code)
+
+
+@forms.post("/class/{code}/key", name="class_key_post", responses=POSTED)
+async def class_key_post(
+    request: Request, live: Class, form: Annotated[KeyForm, Form(default_factory=KeyForm)]
+) -> Response:
+    """Open the class on this device with a key (field key): the host's (co-host link: 303 to
+    the dashboard) or the projector's (303 to the projector's view, nothing else)."""
+    typed = form.key.strip().encode()
+    if hmac.compare_digest(typed, live.host_token.encode()):
         response = _see(request, "class_host", code=live.code)
         access.let_host_in(request, response, live.code, live.host_token)
         return response
-    return await _host_page(request, session, service, await hosted(request, live))
+    if hmac.compare_digest(typed, access.screen_token(live.host_token).encode()):
+        response = _see(request, "class_screen", code=live.code)
+        access.let_viewer_in(request, response, live.code, live.host_token)
+        return response
+    error = NotAllowedError("This key opens nothing in this class: copy its link again.", "key")
+    return _key_form(request, live.code, error, status_of(error))
 
 
 async def _acted(
@@ -524,11 +560,13 @@ async def class_events(
 ) -> Response:
     """The page's live parts as Server-Sent Events: the current state first, then changes.
     The host's dashboard (``?view=host``, ``&shown=`` the digest of the live part its page
-    shows), the projector (``?view=screen``), both with the host cookie, or a student's page."""
-    if view in ("host", "screen"):
+    shows) with the host cookie, the projector (``?view=screen``) with the host's or the
+    projector's, or a student's page."""
+    if view == "host":
         await hosted(request, live)
-        if view == "host":
-            return host_stream(request, live.id, shown)
+        return host_stream(request, live.id, shown)
+    if view == "screen":
+        await screened(request, live)
         return screen_stream(request, live.id)
     if student is None:
         raise NotAllowedError("Join the class first: this stream is for its students.")

@@ -120,6 +120,14 @@ class LiveService:
         self.course = course
         self.class_limit = class_limit
 
+    def _full(self) -> "LimitReachedError":
+        limit = self.class_limit
+        return LimitReachedError(
+            f"This server already keeps {limit} {'class' if limit == 1 else 'classes'}, its"
+            " limit (ATLAS_CLASS_LIMIT). Delete a finished class; a class no student has"
+            f" joined stops counting {store.UNJOINED_HOURS} hours after it started."
+        )
+
     # ---- reading ----------------------------------------------------------------------
 
     def lesson_of(self, live: LiveClass) -> CourseLesson:
@@ -175,20 +183,15 @@ class LiveService:
 
     # ---- the instructor -----------------------------------------------------------------
 
-    async def create(self, session: AsyncSession, lesson_slug: str, open_start: bool) -> LiveClass:
-        """A new class following ``lesson_slug``; past the limit when starting is open."""
+    async def create(self, session: AsyncSession, lesson_slug: str) -> LiveClass:
+        """A new class following ``lesson_slug``, unless the server keeps its limit already
+        (counted with the new class in, under the classes' lock: classes started at once,
+        on any worker or replica, never pass the limit together)."""
         if self.course.lesson(lesson_slug) is None:
             raise InvalidError(
                 f"The field “lesson” names no lesson served here ({lesson_slug[:40]!r});"
                 " choose one of those listed.",
                 "lesson",
-            )
-        if open_start and await store.count_classes(session) >= self.class_limit:
-            limit = self.class_limit
-            raise LimitReachedError(
-                f"This server already keeps {limit} {'class' if limit == 1 else 'classes'},"
-                " its limit while starting one needs no password. Delete a finished class,"
-                " or set ATLAS_INSTRUCTOR_PASSWORD to lift the limit."
             )
         for _ in range(8):  # a repeated code is one in 887 million per class kept
             live = LiveClass(
@@ -203,8 +206,13 @@ class LiveService:
                 version=1,
             )
             try:
-                async with session.begin_nested():
+                async with session.begin_nested():  # a refusal rolls the new class back
+                    await store.lock_classes(session)
                     session.add(live)
+                    await session.flush()
+                    held = await store.classes_holding_places(session)
+                    if held > self.class_limit:
+                        raise self._full()
             except IntegrityError:
                 continue
             return live

@@ -23,9 +23,11 @@ from sqlalchemy import (
     Index,
     String,
     UniqueConstraint,
+    and_,
     delete,
     event,
     func,
+    or_,
     select,
     update,
 )
@@ -46,6 +48,11 @@ from app.live.database import connect_args, engine_url
 SQLITE_FILE = "classes.sqlite3"
 PHASES = ("open", "paused", "revealed")
 NOTIFY_CHANNEL = "atlas_class_changed"
+# Any number fixed for this app (another than the migrations'): starting classes queue on it.
+CLASSES_LOCK = 0x41746C6173 + 1
+# A class no student joined within this many hours stops counting against the class limit (one
+# started and never used cannot hold a place for the whole retention); the purge deletes it.
+UNJOINED_HOURS = 24
 CHANGED = "changed classes"  # the key in session.info
 
 
@@ -195,8 +202,26 @@ async def class_by_code(session: AsyncSession, code: str) -> LiveClass | None:
     ).scalar_one_or_none()
 
 
-async def count_classes(session: AsyncSession) -> int:
-    return (await session.execute(select(func.count(LiveClass.id)))).scalar_one()
+def _joined() -> Any:
+    """The class (of the enclosing query) has a student."""
+    return select(Participant.id).where(Participant.class_id == LiveClass.id).exists()
+
+
+async def lock_classes(session: AsyncSession) -> None:
+    """Hold the right to add a class until the transaction ends, so that a count of the classes
+    made next stays true until commit. PostgreSQL: a transaction-scoped advisory lock, one for
+    every replica. SQLite: the write that follows (the new class's insert) takes the database's
+    one write lock, which another worker's insert waits for (its busy wait), so nothing here."""
+    if session.get_bind().dialect.name == "postgresql":
+        await session.execute(select(func.pg_advisory_xact_lock(CLASSES_LOCK)))
+
+
+async def classes_holding_places(session: AsyncSession) -> int:
+    """Classes that count against the limit: those a student joined, and those started within
+    ``UNJOINED_HOURS``."""
+    since = now() - timedelta(hours=UNJOINED_HOURS)
+    held = select(func.count(LiveClass.id)).where(or_(LiveClass.created_at >= since, _joined()))
+    return (await session.execute(held)).scalar_one()
 
 
 async def change(session: AsyncSession, class_id: int, **values: Any) -> None:
@@ -317,11 +342,13 @@ async def versions(session: AsyncSession, class_ids: Sequence[int]) -> dict[int,
 
 
 async def purge(session: AsyncSession, retention_days: float) -> int:
-    """Delete every class older than ``retention_days`` (students and answers go with it)."""
+    """Delete every class older than ``retention_days``, and every class no student joined
+    older than ``UNJOINED_HOURS`` (students and answers go with it)."""
     before = now() - timedelta(days=retention_days)
-    doomed = (
-        await session.execute(select(LiveClass.id).where(LiveClass.created_at < before))
-    ).scalars()
+    unjoined_before = now() - timedelta(hours=UNJOINED_HOURS)
+    old = LiveClass.created_at < before
+    unjoined = and_(LiveClass.created_at < unjoined_before, ~_joined())
+    doomed = (await session.execute(select(LiveClass.id).where(or_(old, unjoined)))).scalars()
     ids = list(doomed)
     if ids:
         await session.execute(delete(LiveClass).where(LiveClass.id.in_(ids)))

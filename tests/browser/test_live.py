@@ -3,6 +3,7 @@ instructor does reaches the students' pages without a reload (htmx's SSE extensi
 restarted server on the same data folder brings the stream back by itself. axe finds nothing
 serious on the host's, a student's and the projector's pages."""
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from playwright.sync_api import expect
 from bench._servers import Server, free_port, launch, stop
 from tests.browser import test_lesson_page
 from tests.browser.test_lesson_page import ConsoleLog
+from tests.conftest import INSTRUCTOR_PASSWORD
 from tests.test_live import questions, wrong
 
 pytestmark = pytest.mark.browser
@@ -35,6 +37,7 @@ class Classroom:
     port: int
     server: Server | None = None
     workers: int = 1
+    access_log: Path | None = None  # where the server's log goes, access log included
 
     @property
     def url(self) -> str:
@@ -48,8 +51,11 @@ class Classroom:
             "ATLAS_CONFIRM_ENABLED": "false",
         }
         command = [sys.executable, "-m", "app", "--port", str(self.port)]
-        command += ["--workers", str(self.workers), "--log-level", "warning"]
-        self.server = launch(command, port=self.port, ready_path="/healthz", env=env)
+        level = "info" if self.access_log else "warning"
+        command += ["--workers", str(self.workers), "--log-level", level]
+        with contextlib.ExitStack() as stack:
+            log = stack.enter_context(self.access_log.open("ab")) if self.access_log else None
+            self.server = launch(command, port=self.port, ready_path="/healthz", env=env, log=log)
 
     def stop(self) -> None:
         if self.server is not None:
@@ -69,6 +75,7 @@ def classroom(tmp_path: Path) -> Iterator[Classroom]:
 
 def start_class(host: Any, url: str) -> str:
     host.goto(f"{url}/class/new")
+    host.fill("#password", INSTRUCTOR_PASSWORD)
     host.get_by_role("button", name="Start the class").click()
     expect(host.locator("#join-code")).to_be_visible()
     return str(host.locator("#join-code").inner_text()).strip()
@@ -231,3 +238,39 @@ def test_the_class_pages_have_no_serious_accessibility_problems(
     join_page = isolated(viewport=PHONE, color_scheme=scheme)
     join_page.goto(f"{classroom.url}/join")
     assert serious(join_page) == []
+
+
+def test_the_projector_and_cohost_links_open_another_device_without_logging_their_keys(
+    isolated: Any, tmp_path: Path
+) -> None:
+    """The links carry their keys after "#": the page posts them, the address bar drops them,
+    and the server's access log never sees them. The projector's link opens its view only."""
+    room = Classroom(tmp_path / "data", free_port(), access_log=tmp_path / "server.log")
+    room.start()
+    try:
+        host = isolated(viewport=DESKTOP)
+        code = start_class(host, room.url)
+        host.locator(".live-cohost summary").click()
+        screen_link = host.locator("#screen-url").input_value()
+        cohost_link = host.locator("#cohost-url").input_value()
+
+        projector = isolated(viewport={"width": 1920, "height": 1080})
+        projector.goto(screen_link)
+        expect(projector).to_have_url(f"{room.url}/class/{code}/screen")
+        expect(projector.locator(".live-screen-join")).to_contain_text(code)
+        # Its stream is the projector's too: a question asked shows without a reload.
+        ask(host, questions()[0].id)
+        expect(projector.locator(".live-screen-question")).to_contain_text("1.", timeout=LIVE_S)
+        projector.goto(f"{room.url}/class/{code}/host")
+        expect(projector.locator("main")).to_contain_text("for the class's instructor")
+
+        cohost = isolated(viewport=PHONE)
+        cohost.goto(cohost_link)
+        expect(cohost).to_have_url(f"{room.url}/class/{code}/host")
+        expect(cohost.locator("#join-code")).to_have_text(code)
+    finally:
+        room.stop()
+    said = (tmp_path / "server.log").read_text()
+    assert f"POST /class/{code}/key" in said  # the access log was on
+    for link in (screen_link, cohost_link):
+        assert link.partition("#")[2] not in said

@@ -19,6 +19,7 @@ from playwright.sync_api import expect
 from bench._sse import request
 from tests.browser import test_lesson_page
 from tests.browser.test_live import DESKTOP, LIVE_S, Classroom
+from tests.conftest import INSTRUCTOR_PASSWORD
 from tests.test_live import questions
 
 # alone: its limits are the browser's wall time, which a second test process would share.
@@ -154,6 +155,7 @@ def watch_a_lecture_hall(isolated: Any, hall: Classroom) -> Watched:
     host = isolated(viewport=DESKTOP)
     host.add_init_script(LONG_TASKS)
     host.goto(f"{hall.url}/class/new")
+    host.fill("#password", INSTRUCTOR_PASSWORD)
     host.get_by_role("button", name="Start the class").click()
     code = host.locator("#join-code").inner_text().strip()
     # On a thread of its own: Playwright's own loop runs on this one.
