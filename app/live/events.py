@@ -10,7 +10,7 @@ reads, not 500). :class:`Feeds` is the worker's one registry of the classes it f
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
@@ -26,6 +26,7 @@ from app.live.pages import (
 )
 from app.live.service import LiveService, Snapshot
 from app.live.store import Store
+from app.live.streams import Streams
 from app.live.view import student_view
 
 log = logging.getLogger("atlas")
@@ -160,29 +161,54 @@ class Feeds:
 Render = Callable[[Snapshot, Snapshot | None], Iterator[ServerSentEvent] | None]
 
 
-def _stream(request: Request, class_id: int, render_now: Render) -> EventSourceResponse:
-    """Events from ``render_now``; a failed feed ends the stream without a word: the page
-    reconnects."""
+async def _follow(
+    feeds: Feeds, class_id: int, render_now: Render
+) -> AsyncIterator[ServerSentEvent]:
+    """Events from ``render_now`` as the class changes; ``gone`` once its page has nothing left
+    to show; nothing more once the feed failed (the page reconnects)."""
+    async with feeds.follow(class_id) as feed:
+        last: Snapshot | None = None
+        seen = feed.changed.generation
+        snapshot = feed.snapshot
+        while not feed.failed:
+            made = render_now(snapshot, last) if snapshot is not None else None
+            if made is None:  # gone, unless the feed's snapshot is older than the stream
+                snapshot = await feed.confirm()
+                made = render_now(snapshot, last) if snapshot is not None else None
+            if made is None:
+                yield ServerSentEvent(data="", event="gone")
+                return
+            for event in made:
+                yield event
+            last = snapshot
+            seen = await feed.changed.wait(seen)
+            snapshot = feed.snapshot
+
+
+def _stream(
+    request: Request, class_id: int, view: Hashable, render_now: Render
+) -> EventSourceResponse:
+    """Events from ``render_now``, the one stream of ``view`` in this worker (app/live/streams.py:
+    a newer stream of the view, or the cap, ends it with ``gone``, so its page stops)."""
     feeds: Feeds = request.app.state.live_feeds
+    streams: Streams = request.app.state.live_streams
+    client = request.client.host if request.client else ""
 
     async def events() -> AsyncIterator[ServerSentEvent]:
-        async with feeds.follow(class_id) as feed:
-            last: Snapshot | None = None
-            seen = feed.changed.generation
-            snapshot = feed.snapshot
-            while not feed.failed:
-                made = render_now(snapshot, last) if snapshot is not None else None
-                if made is None:  # gone, unless the feed's snapshot is older than the stream
-                    snapshot = await feed.confirm()
-                    made = render_now(snapshot, last) if snapshot is not None else None
-                if made is None:
-                    yield ServerSentEvent(data="", event="gone")
-                    return
-                for event in made:
+        held = streams.open((class_id, view), client, request.scope)
+        try:
+            try:
+                async for event in _follow(feeds, class_id, render_now):
                     yield event
-                last = snapshot
-                seen = await feed.changed.wait(seen)
-                snapshot = feed.snapshot
+            except asyncio.CancelledError:
+                if not held.ended:  # the server or the client ends it
+                    raise
+                current = asyncio.current_task()
+                if current is not None:
+                    current.uncancel()
+                yield ServerSentEvent(data="", event="gone")
+        finally:
+            streams.close(held)
 
     return EventSourceResponse(
         events(),
@@ -204,7 +230,7 @@ def host_stream(request: Request, class_id: int, shown: str) -> EventSourceRespo
         if html:
             yield ServerSentEvent(data=html, event="host")
 
-    return _stream(request, class_id, made)
+    return _stream(request, class_id, "host", made)
 
 
 def screen_stream(request: Request, class_id: int) -> EventSourceResponse:
@@ -215,7 +241,7 @@ def screen_stream(request: Request, class_id: int) -> EventSourceResponse:
         if last is None or html != render("live/_screen_live.html", screen_context(request, last)):
             yield ServerSentEvent(data=html, event="screen")
 
-    return _stream(request, class_id, made)
+    return _stream(request, class_id, "screen", made)
 
 
 def student_stream(request: Request, class_id: int, participant_id: int) -> EventSourceResponse:
@@ -238,4 +264,4 @@ def student_stream(request: Request, class_id: int, participant_id: int) -> Even
         html = render("live/_student_live.html", student_context(request, snapshot, student))
         return iter((ServerSentEvent(data=html, event="class"),))
 
-    return _stream(request, class_id, made)
+    return _stream(request, class_id, ("student", participant_id), made)

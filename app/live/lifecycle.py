@@ -12,10 +12,12 @@ from fastapi import FastAPI
 
 from app.lesson.course import ServedLessons
 from app.live.events import Feeds
+from app.live.guesses import Guesses
 from app.live.migrate import revision, upgrade
 from app.live.notify import source_for
 from app.live.service import LiveService
 from app.live.store import Store, database_url, purge
+from app.live.streams import Streams
 from app.settings import Settings
 
 log = logging.getLogger("atlas")
@@ -49,12 +51,14 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
     ``live_store``, ``live_feeds`` (the classes this worker follows) and ``live_source``."""
     store = open_store(settings)
     await upgrade(store, settings.data_dir)
-    service = LiveService(course, settings.class_limit)
+    service = LiveService(course, settings.class_limit, settings.class_size)
     await _purge(store, settings)
     feeds = Feeds(service, store)
     source = source_for(store, feeds.followed, feeds.wake)
     app.state.live, app.state.live_store = service, store
     app.state.live_feeds, app.state.live_source = feeds, source
+    app.state.live_guesses = Guesses()
+    app.state.live_streams = Streams(settings.max_streams)
     await source.start()
     purging = asyncio.create_task(_daily_purge(store, settings), name="live-daily-purge")
     try:
