@@ -392,8 +392,10 @@ class LiveService:
 
 
 def _clash_message(nickname: str, clash: str | None) -> str:
-    if clash is None or nickname_key(clash) == nickname_key(nickname):
+    if clash is None or clash == nickname:
         return f"“{nickname}” is taken in this class; choose another."
+    if nickname_key(clash) == nickname_key(nickname):
+        return f"“{nickname}” is taken in this class (as “{clash}”); choose another."
     return (
         f"“{nickname}” looks like “{clash}”, already in this class (one could not be told from"
         " the other); choose another."
