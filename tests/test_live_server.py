@@ -23,13 +23,15 @@ from tests.test_live import questions, settings_for
 KEY = "test-live-server-key"
 
 
-def start(data_dir: Path, workers: int) -> Server:
+def start(data_dir: Path, workers: int, **settings: str) -> Server:
+    """``python -m app`` with ``workers`` on ``data_dir``, and any other ``settings`` (ATLAS_…)."""
     port = free_port()
     env = {
         **os.environ,
         "ATLAS_DATA_DIR": str(data_dir),
         "ATLAS_SECRET_KEY": KEY,
         "ATLAS_CONFIRM_ENABLED": "false",
+        **settings,
     }
     command = [sys.executable, "-m", "app", "--port", str(port), "--workers", str(workers)]
     return launch([*command, "--log-level", "warning"], port=port, ready_path="/healthz", env=env)

@@ -20,6 +20,7 @@ from app.live.guesses import Guesses
 from app.live.pages import service_of
 from app.live.service import LiveService, NotAllowedError, NotFoundError
 from app.live.store import LiveClass, Participant, Store
+from app.live.streams import Streams, Turn
 from app.web.templating import route_path
 
 
@@ -131,3 +132,17 @@ def joined(request: Request, live: Class, student: MaybeStudent) -> Participant:
 
 
 Joined = Annotated[Participant, Depends(joined)]
+
+
+async def stream_turn(request: Request) -> AsyncIterator[Turn]:
+    """The client's turn to open a stream (app/live/streams.py), before anything else of the
+    request is done; given back once its first event is sent, or when the request ends."""
+    streams: Streams = request.app.state.live_streams
+    turn = await streams.turn(request.client.host if request.client else "")
+    try:
+        yield turn
+    finally:
+        turn.release()
+
+
+StreamTurn = Annotated[Turn, Depends(stream_turn)]

@@ -26,7 +26,7 @@ from app.live.pages import (
 )
 from app.live.service import LiveService, Snapshot
 from app.live.store import Store
-from app.live.streams import Streams
+from app.live.streams import Streams, Turn
 from app.live.view import student_view
 
 log = logging.getLogger("atlas")
@@ -47,6 +47,8 @@ class Feed:
         self.holders = 0
         self.failed = False
         self._reading = asyncio.Lock()  # one read at a time: the last one read is the newest
+        self._reads_begun = 0  # reads of the class begun, and the number of the last one ended
+        self._last_begun = 0
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
 
@@ -100,16 +102,27 @@ class Feed:
         """The class read now, not when this feed last looked: what a stream must see before it
         ends, since a student who has just joined (through another worker, or within the
         feed's gap) is missing from an older snapshot but not gone."""
+        arrived = self._reads_begun
         try:
             async with self._reading:
+                if self._last_begun > arrived:
+                    # A read begun after this caller arrived has ended: it is as new as one now.
+                    # Streams opening together (a class connecting, or one client opening
+                    # hundreds) share one read instead of each reading the whole class.
+                    return self.snapshot
+                self._reads_begun += 1
+                begun = self._reads_begun
                 latest = await self._read()
+                self._last_begun = begun
         except Exception:
             self._fail()
             return self.snapshot
         if self._ready.is_set() and self.snapshot is None:
             return None  # deleted: stays so
+        moved = latest != self.snapshot
         self.snapshot = latest
-        self.changed.fire()
+        if moved:  # a stream opening on an unchanged class wakes none of the others
+            self.changed.fire()
         return latest
 
 
@@ -186,7 +199,7 @@ async def _follow(
 
 
 def _stream(
-    request: Request, class_id: int, view: Hashable, render_now: Render
+    request: Request, turn: Turn, class_id: int, view: Hashable, render_now: Render
 ) -> EventSourceResponse:
     """Events from ``render_now``, the one stream of ``view`` in this worker (app/live/streams.py:
     a newer stream of the view, or the cap, ends it with ``gone``, so its page stops)."""
@@ -200,6 +213,7 @@ def _stream(
             try:
                 async for event in _follow(feeds, class_id, render_now):
                     yield event
+                    turn.release()  # opened: the client's next stream may open
             except asyncio.CancelledError:
                 if not held.ended:  # the server or the client ends it
                     raise
@@ -208,6 +222,7 @@ def _stream(
                     current.uncancel()
                 yield ServerSentEvent(data="", event="gone")
         finally:
+            turn.release()
             streams.close(held)
 
     return EventSourceResponse(
@@ -217,7 +232,7 @@ def _stream(
     )
 
 
-def host_stream(request: Request, class_id: int, shown: str) -> EventSourceResponse:
+def host_stream(request: Request, turn: Turn, class_id: int, shown: str) -> EventSourceResponse:
     """The dashboard: the whole live part first (unless the page shows it: ``shown``, its
     digest), then the parts that changed (the counts and bars, the shared labs, each student's
     row that changed)."""
@@ -230,10 +245,10 @@ def host_stream(request: Request, class_id: int, shown: str) -> EventSourceRespo
         if html:
             yield ServerSentEvent(data=html, event="host")
 
-    return _stream(request, class_id, "host", made)
+    return _stream(request, turn, class_id, "host", made)
 
 
-def screen_stream(request: Request, class_id: int) -> EventSourceResponse:
+def screen_stream(request: Request, turn: Turn, class_id: int) -> EventSourceResponse:
     """The projector: its live part whenever what it shows changed."""
 
     def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent]:
@@ -241,10 +256,12 @@ def screen_stream(request: Request, class_id: int) -> EventSourceResponse:
         if last is None or html != render("live/_screen_live.html", screen_context(request, last)):
             yield ServerSentEvent(data=html, event="screen")
 
-    return _stream(request, class_id, "screen", made)
+    return _stream(request, turn, class_id, "screen", made)
 
 
-def student_stream(request: Request, class_id: int, participant_id: int) -> EventSourceResponse:
+def student_stream(
+    request: Request, turn: Turn, class_id: int, participant_id: int
+) -> EventSourceResponse:
     """A student's page: rendered and sent only when what it shows has changed."""
 
     def key(snapshot: Snapshot) -> tuple[object, ...] | None:
@@ -264,4 +281,4 @@ def student_stream(request: Request, class_id: int, participant_id: int) -> Even
         html = render("live/_student_live.html", student_context(request, snapshot, student))
         return iter((ServerSentEvent(data=html, event="class"),))
 
-    return _stream(request, class_id, ("student", participant_id), made)
+    return _stream(request, turn, class_id, ("student", participant_id), made)

@@ -30,6 +30,7 @@ from app.live.deps import (
     Screen,
     Service,
     Session,
+    StreamTurn,
     hosted,
 )
 from app.live.events import host_stream, screen_stream, student_stream
@@ -583,6 +584,7 @@ EVENTS = {
 @router.get("/class/{code}/events", name="class_events", response_class=Response, responses=EVENTS)
 async def class_events(
     request: Request,
+    turn: StreamTurn,
     live: Class,
     student: MaybeStudent,
     view: str = "",
@@ -594,8 +596,8 @@ async def class_events(
     if view in ("host", "screen"):
         hosted(request, live)
         if view == "host":
-            return host_stream(request, live.id, shown)
-        return screen_stream(request, live.id)
+            return host_stream(request, turn, live.id, shown)
+        return screen_stream(request, turn, live.id)
     if student is None:
         raise NotAllowedError("Join the class first: this stream is for its students.")
-    return student_stream(request, live.id, student.id)
+    return student_stream(request, turn, live.id, student.id)

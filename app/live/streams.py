@@ -20,6 +20,26 @@ from typing import Any
 
 from app.web.server import CONNECTION_SCOPE_KEY
 
+# Streams one client (address) may be opening at once per worker: the work of opening one (its
+# checks, the class read, the page's first render) is done a few at a time per client, so a
+# client opening hundreds at once takes no more of the worker than a few, and a request of
+# anyone else's is answered meanwhile.
+OPENING_PER_CLIENT = 2
+
+
+class Turn:
+    """A client's turn to open a stream, held until its first event is sent (or it fails)."""
+
+    def __init__(self, streams: "Streams", client: str) -> None:
+        self._streams = streams
+        self._client = client
+        self._held = True
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self._streams._done_opening(self._client)
+
 
 @dataclass(eq=False)
 class Held:
@@ -44,6 +64,30 @@ class Streams:
     cap: int
     by_view: dict[Hashable, Held] = field(default_factory=dict)
     by_client: dict[str, dict[Held, None]] = field(default_factory=dict)
+    # Per client opening streams: its semaphore, and how many hold or wait for it.
+    opening: dict[str, tuple[asyncio.Semaphore, list[int]]] = field(default_factory=dict)
+
+    async def turn(self, client: str) -> Turn:
+        """Wait for ``client``'s turn to open a stream (``OPENING_PER_CLIENT`` at once)."""
+        gate, users = self.opening.setdefault(client, (asyncio.Semaphore(OPENING_PER_CLIENT), [0]))
+        users[0] += 1
+        try:
+            await gate.acquire()
+        except BaseException:
+            self._left(client)
+            raise
+        return Turn(self, client)
+
+    def _done_opening(self, client: str) -> None:
+        gate, _users = self.opening[client]
+        gate.release()
+        self._left(client)
+
+    def _left(self, client: str) -> None:
+        _gate, users = self.opening[client]
+        users[0] -= 1
+        if not users[0]:
+            del self.opening[client]
 
     def open(self, view: Hashable, client: str, scope: Mapping[str, Any]) -> Held:
         """A stream for ``view`` from ``client`` starts in the current task: the view's older
