@@ -65,9 +65,15 @@ class Settings(BaseSettings):
     """Largest request head (request line and headers) in bytes; larger gets 431. Needs
     `python -m app`."""
     max_connections: int = Field(1_000, ge=1)
-    """Open connections per worker. Past it the connection that has gone longest without sending a
-    byte or reading its answer is closed; one whose app is working or whose client reads is never
-    closed, and if all are such the new one gets 503. Needs `python -m app`."""
+    """Open connections per worker, not counting those that carry a live-class stream
+    (ATLAS_MAX_STREAMS). Past it the connection that has gone longest without sending a byte or
+    reading its answer is closed; one whose app is working or whose client reads is never closed,
+    and if all are such the new one gets 503. Needs `python -m app`."""
+    max_streams: int = Field(1_000, ge=1)
+    """Live-class streams (Server-Sent Events) open per worker, counted apart from
+    ATLAS_MAX_CONNECTIONS. A page view has one: a newer stream of the same student's page,
+    dashboard or projector ends the older. At the cap the client (address) holding the most streams
+    loses its oldest."""
     keep_alive_s: float = Field(5.0, gt=0)
     """How long an idle keep-alive connection stays open. Used by `python -m app`."""
     opentelemetry: bool = False
@@ -119,6 +125,9 @@ class Settings(BaseSettings):
     no path): the join link, its QR code and the co-host and projector links are written with it.
     Empty: they follow the address the dashboard was opened at (its Host header; see
     docs/deployment.md)."""
+    class_size: int = Field(1_000, ge=1)
+    """Students one class takes; past it a join is refused (409, "the class is full"). The host
+    can also close joining (lock) at any time."""
     class_retention_days: float = Field(30, gt=0)
     """Classes older than this many days (and those no student joined, after a day) are deleted
     with everything in them, when the server starts, daily, and by `python -m app purge`."""

@@ -3,6 +3,7 @@ real SQLite file in a temporary data folder: joins, host-only pages, cross-site 
 question's life (ask, answer, pause, reveal), export, retention and a restart."""
 
 import asyncio
+import codecs
 import contextlib
 import csv
 import io
@@ -483,7 +484,8 @@ def test_a_removed_student_and_their_answers_are_gone(app_client: TestClient) ->
     who = row.select_one("button[aria-label='Remove Rude']")["value"]  # type: ignore[index]
     assert app_client.post(f"/class/{code}/remove", data={"participant": who}).status_code == 200
     host = app_client.get(f"/class/{code}/host").text
-    assert "Rude" not in host
+    assert "Rude" not in node(host, "#host-live").get_text()
+    assert words(node(host, "#removed-list")).startswith("Rude")  # kept out, until let back in
     assert node(host, "#answer-count").get_text() == "0"
     assert "Rude" not in app_client.get(f"/class/{code}/export.csv").text
     # Their page sends them back to the join form.
@@ -602,7 +604,8 @@ def test_export_has_one_row_per_student_per_answered_question(app_client: TestCl
     exported = app_client.get(f"/class/{code}/export.csv")
     assert exported.status_code == 200
     assert exported.headers["content-type"].startswith("text/csv")
-    rows = list(csv.reader(io.StringIO(exported.text)))
+    assert exported.content.startswith(codecs.BOM_UTF8)
+    rows = list(csv.reader(io.StringIO(exported.content.decode("utf-8-sig"))))
     assert rows[0] == ["nickname", "question", "choice", "correct", "answered_at"]
     body = rows[1:]
     assert len(body) == 3 * 2 + 1

@@ -5,6 +5,7 @@ class's student, the next question after a reveal, pacing before any question, i
 characters in a nickname; a stream opened after a change made outside this worker, and a
 student's shared lab state on an open dashboard."""
 
+import codecs
 import csv
 import io
 from collections.abc import Callable, Iterator
@@ -52,7 +53,8 @@ def exported(client: TestClient, code: str) -> list[list[str]]:
     """The class's export, its header row first."""
     answer = client.get(f"/class/{code}/export.csv")
     assert answer.status_code == 200
-    return list(csv.reader(io.StringIO(answer.text)))
+    assert answer.content.startswith(codecs.BOM_UTF8)  # Excel reads it as UTF-8
+    return list(csv.reader(io.StringIO(answer.content.decode("utf-8-sig"))))
 
 
 def rows(client: TestClient, sql: str, **params: object) -> list[tuple[object, ...]]:

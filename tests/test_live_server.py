@@ -28,6 +28,7 @@ KEY = "test-live-server-key"
 
 
 def start(data_dir: Path, workers: int, **settings: str) -> Server:
+    """``python -m app`` with ``workers`` on ``data_dir``, and any other ``settings`` (ATLAS_…)."""
     port = free_port()
     env = {
         **os.environ,

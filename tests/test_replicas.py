@@ -166,7 +166,7 @@ def answer(
 def export(host: Browser, server: LiveServer, code: str) -> list[dict[str, str]]:
     got = host.get(server, f"/class/{code}/export.csv")
     assert got.status_code == 200
-    return list(csv.DictReader(io.StringIO(got.text)))
+    return list(csv.DictReader(io.StringIO(got.content.decode("utf-8-sig"))))
 
 
 def test_a_student_goes_on_through_any_replica_and_a_killed_one_loses_nothing(

@@ -83,6 +83,15 @@ def is_host(request: Request, code: str, host_token: str) -> bool:
     return held is not None and hmac.compare_digest(held, host_token)
 
 
+def holds_cookie_for(request: Request, code: str) -> bool:
+    """The request carries a cookie this server signed for class ``code`` (its host's or a
+    student's), valid or not for the class now: it was given the code."""
+    return (
+        _read(request, host_cookie(code), HOST_SALT) is not None
+        or _read(request, student_cookie(code), STUDENT_SALT) is not None
+    )
+
+
 def let_host_in(request: Request, response: Response, code: str, host_token: str) -> None:
     _set(
         request,

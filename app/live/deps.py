@@ -14,10 +14,13 @@ from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.live import access, store
+from app.live.codes import read_code
 from app.live.events import Feeds
+from app.live.guesses import Guesses
 from app.live.pages import service_of
-from app.live.service import LiveService, NotAllowedError
+from app.live.service import LiveService, NotAllowedError, NotFoundError
 from app.live.store import LiveClass, Participant, Store
+from app.live.streams import Streams, Turn
 from app.web.templating import route_path
 
 
@@ -46,10 +49,43 @@ Session = Annotated[AsyncSession, Depends(db_session, scope="function")]
 Service = Annotated[LiveService, Depends(service_of)]
 
 
-async def url_class(request: Request, code: str, session: Session, service: Service) -> LiveClass:
+@dataclass
+class Guess:
+    """A lookup of a class code by one client, admitted by its worker's :class:`Guesses`."""
+
+    guesses: Guesses
+    client: str
+
+    def missed(self) -> None:
+        self.guesses.missed(self.client)
+
+
+async def code_guess(request: Request, code: str = "") -> Guess:
+    """Admit this request's lookup of a class code (app/live/guesses.py): at once, or after its
+    client's turn when it has guessed codes, or refused (429). A request carrying a cookie
+    the server signed for the URL's class knows the code: it is never held up. Resolved before
+    the request's session opens, so a wait holds no connection or write lock."""
+    guess = Guess(request.app.state.live_guesses, request.client.host if request.client else "")
+    known = read_code(code)
+    if known is None or not access.holds_cookie_for(request, known):
+        await guess.guesses.admit(guess.client)
+    return guess
+
+
+CodeGuess = Annotated[Guess, Depends(code_guess)]
+
+
+async def url_class(
+    request: Request, code: str, guess: CodeGuess, session: Session, service: Service
+) -> LiveClass:
     """The class of the URL's code (typed in any case). A GET with the code in lower case goes
-    on to the address as the class writes it (its cookies' path)."""
-    live = await service.find(session, code)
+    on to the address as the class writes it (its cookies' path). A code of no class counts as
+    a miss of the client's."""
+    try:
+        live = await service.find(session, code)
+    except NotFoundError:
+        guess.missed()
+        raise
     if code != live.code and request.method == "GET":
         path = request.url.path.replace(f"/class/{code}", f"/class/{live.code}", 1)
         query = f"?{request.url.query}" if request.url.query else ""
@@ -111,3 +147,17 @@ async def joined(request: Request, live: Class, student: MaybeStudent) -> Partic
 
 
 Joined = Annotated[Participant, Depends(joined)]
+
+
+async def stream_turn(request: Request) -> AsyncIterator[Turn]:
+    """The client's turn to open a stream (app/live/streams.py), before anything else of the
+    request is done; given back once its first event is sent, or when the request ends."""
+    streams: Streams = request.app.state.live_streams
+    turn = await streams.turn(request.client.host if request.client else "")
+    try:
+        yield turn
+    finally:
+        turn.release()
+
+
+StreamTurn = Annotated[Turn, Depends(stream_turn)]

@@ -10,7 +10,7 @@ reads, not 500). :class:`Feeds` is the worker's one registry of the classes it f
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
@@ -26,6 +26,7 @@ from app.live.pages import (
 )
 from app.live.service import LiveService, Snapshot
 from app.live.store import Store
+from app.live.streams import Streams, Turn
 from app.live.view import student_view
 
 log = logging.getLogger("atlas")
@@ -46,6 +47,8 @@ class Feed:
         self.holders = 0
         self.failed = False
         self._reading = asyncio.Lock()  # one read at a time: the last one read is the newest
+        self._reads_begun = 0  # reads of the class begun, and the number of the last one ended
+        self._last_begun = 0
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
 
@@ -99,16 +102,27 @@ class Feed:
         """The class read now, not when this feed last looked: what a stream must see before it
         ends, since a student who has just joined (through another worker, or within the
         feed's gap) is missing from an older snapshot but not gone."""
+        arrived = self._reads_begun
         try:
             async with self._reading:
+                if self._last_begun > arrived:
+                    # A read begun after this caller arrived has ended: it is as new as one now.
+                    # Streams opening together (a class connecting, or one client opening
+                    # hundreds) share one read instead of each reading the whole class.
+                    return self.snapshot
+                self._reads_begun += 1
+                begun = self._reads_begun
                 latest = await self._read()
+                self._last_begun = begun
         except Exception:
             self._fail()
             return self.snapshot
         if self._ready.is_set() and self.snapshot is None:
             return None  # deleted: stays so
+        moved = latest != self.snapshot
         self.snapshot = latest
-        self.changed.fire()
+        if moved:  # a stream opening on an unchanged class wakes none of the others
+            self.changed.fire()
         return latest
 
 
@@ -160,29 +174,56 @@ class Feeds:
 Render = Callable[[Snapshot, Snapshot | None], Iterator[ServerSentEvent] | None]
 
 
-def _stream(request: Request, class_id: int, render_now: Render) -> EventSourceResponse:
-    """Events from ``render_now``; a failed feed ends the stream without a word: the page
-    reconnects."""
+async def _follow(
+    feeds: Feeds, class_id: int, render_now: Render
+) -> AsyncIterator[ServerSentEvent]:
+    """Events from ``render_now`` as the class changes; ``gone`` once its page has nothing left
+    to show; nothing more once the feed failed (the page reconnects)."""
+    async with feeds.follow(class_id) as feed:
+        last: Snapshot | None = None
+        seen = feed.changed.generation
+        snapshot = feed.snapshot
+        while not feed.failed:
+            made = render_now(snapshot, last) if snapshot is not None else None
+            if made is None:  # gone, unless the feed's snapshot is older than the stream
+                snapshot = await feed.confirm()
+                made = render_now(snapshot, last) if snapshot is not None else None
+            if made is None:
+                yield ServerSentEvent(data="", event="gone")
+                return
+            for event in made:
+                yield event
+            last = snapshot
+            seen = await feed.changed.wait(seen)
+            snapshot = feed.snapshot
+
+
+def _stream(
+    request: Request, turn: Turn, class_id: int, view: Hashable, render_now: Render
+) -> EventSourceResponse:
+    """Events from ``render_now``, the one stream of ``view`` in this worker (app/live/streams.py:
+    a newer stream of the view, or the cap, ends it with ``gone``, so its page stops)."""
     feeds: Feeds = request.app.state.live_feeds
+    streams: Streams = request.app.state.live_streams
+    client = request.client.host if request.client else ""
 
     async def events() -> AsyncIterator[ServerSentEvent]:
-        async with feeds.follow(class_id) as feed:
-            last: Snapshot | None = None
-            seen = feed.changed.generation
-            snapshot = feed.snapshot
-            while not feed.failed:
-                made = render_now(snapshot, last) if snapshot is not None else None
-                if made is None:  # gone, unless the feed's snapshot is older than the stream
-                    snapshot = await feed.confirm()
-                    made = render_now(snapshot, last) if snapshot is not None else None
-                if made is None:
-                    yield ServerSentEvent(data="", event="gone")
-                    return
-                for event in made:
+        held = streams.open((class_id, view), client, request.scope)
+        try:
+            try:
+                async for event in _follow(feeds, class_id, render_now):
                     yield event
-                last = snapshot
-                seen = await feed.changed.wait(seen)
-                snapshot = feed.snapshot
+                    turn.release()  # opened: the client's next stream may open
+            except asyncio.CancelledError:
+                if not held.ended:  # the server or the client ends it
+                    raise
+                current = asyncio.current_task()
+                if current is not None:
+                    current.uncancel()
+                yield ServerSentEvent(data="", event="gone")
+        finally:
+            turn.release()
+            streams.close(held)
 
     return EventSourceResponse(
         events(),
@@ -191,7 +232,7 @@ def _stream(request: Request, class_id: int, render_now: Render) -> EventSourceR
     )
 
 
-def host_stream(request: Request, class_id: int, shown: str) -> EventSourceResponse:
+def host_stream(request: Request, turn: Turn, class_id: int, shown: str) -> EventSourceResponse:
     """The dashboard: the whole live part first (unless the page shows it: ``shown``, its
     digest), then the parts that changed (the counts and bars, the shared labs, each student's
     row that changed)."""
@@ -204,10 +245,10 @@ def host_stream(request: Request, class_id: int, shown: str) -> EventSourceRespo
         if html:
             yield ServerSentEvent(data=html, event="host")
 
-    return _stream(request, class_id, made)
+    return _stream(request, turn, class_id, "host", made)
 
 
-def screen_stream(request: Request, class_id: int) -> EventSourceResponse:
+def screen_stream(request: Request, turn: Turn, class_id: int) -> EventSourceResponse:
     """The projector: its live part whenever what it shows changed."""
 
     def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent]:
@@ -215,10 +256,12 @@ def screen_stream(request: Request, class_id: int) -> EventSourceResponse:
         if last is None or html != render("live/_screen_live.html", screen_context(request, last)):
             yield ServerSentEvent(data=html, event="screen")
 
-    return _stream(request, class_id, made)
+    return _stream(request, turn, class_id, "screen", made)
 
 
-def student_stream(request: Request, class_id: int, participant_id: int) -> EventSourceResponse:
+def student_stream(
+    request: Request, turn: Turn, class_id: int, participant_id: int
+) -> EventSourceResponse:
     """A student's page: rendered and sent only when what it shows has changed."""
 
     def key(snapshot: Snapshot) -> tuple[object, ...] | None:
@@ -238,4 +281,4 @@ def student_stream(request: Request, class_id: int, participant_id: int) -> Even
         html = render("live/_student_live.html", student_context(request, snapshot, student))
         return iter((ServerSentEvent(data=html, event="class"),))
 
-    return _stream(request, class_id, made)
+    return _stream(request, turn, class_id, ("student", participant_id), made)

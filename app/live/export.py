@@ -3,6 +3,7 @@
 import csv
 import io
 from collections.abc import Sequence
+from typing import Any
 
 from starlette.responses import Response
 
@@ -12,6 +13,9 @@ COLUMNS = ("nickname", "question", "choice", "correct", "answered_at")
 # A cell starting with one of these is run as a formula by Excel, LibreOffice and Sheets
 # (OWASP's "CSV injection"); a leading apostrophe makes it text. Tab and CR start one too.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Excel opens a CSV in the system's ANSI code page unless it starts with UTF-8's byte order mark:
+# without it a Cyrillic letter is mojibake.
+BOM = "\ufeff"
 
 
 def neutral(cell: str) -> str:
@@ -19,9 +23,17 @@ def neutral(cell: str) -> str:
     return f"'{cell}" if cell.startswith(FORMULA_START) else cell
 
 
+def _writer(out: io.StringIO) -> Any:
+    """Every text cell quoted (numbers bare): a spreadsheet whose locale separates by ``;``
+    reads ``x;=6+6`` as one cell, not a second one starting with ``=``; a quote, comma or line
+    break inside a cell stays inside it."""
+    return csv.writer(out, lineterminator="\r\n", quoting=csv.QUOTE_NONNUMERIC)
+
+
 def csv_text(rows: Sequence[tuple[str, Answer]]) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
+    out.write(BOM)
+    writer = _writer(out)
     writer.writerow(COLUMNS)
     for nickname, answer in rows:
         writer.writerow(

@@ -12,11 +12,13 @@ from fastapi import FastAPI
 
 from app.lesson.course import ServedLessons
 from app.live.events import Feeds
+from app.live.guesses import Guesses as CodeGuesses
 from app.live.instructor import Guesses
 from app.live.migrate import revision, upgrade
 from app.live.notify import source_for
 from app.live.service import LiveService
 from app.live.store import UNJOINED_HOURS, Store, database_url, purge
+from app.live.streams import Streams
 from app.settings import Settings
 
 log = logging.getLogger("atlas")
@@ -56,13 +58,15 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
     ``password_guesses``."""
     store = open_store(settings)
     await upgrade(store, settings.data_dir)
-    service = LiveService(course, settings.class_limit)
+    service = LiveService(course, settings.class_limit, settings.class_size)
     await _purge(store, settings)
     feeds = Feeds(service, store)
     source = source_for(store, feeds.followed, feeds.wake)
     app.state.live, app.state.live_store = service, store
     app.state.live_feeds, app.state.live_source = feeds, source
     app.state.password_guesses = Guesses()
+    app.state.live_guesses = CodeGuesses()
+    app.state.live_streams = Streams(settings.max_streams)
     await source.start()
     purging = asyncio.create_task(_daily_purge(store, settings), name="live-daily-purge")
     try:

@@ -22,6 +22,7 @@ from app.live import access
 from app.live.codes import read_code
 from app.live.deps import (
     Class,
+    CodeGuess,
     Hosted,
     Joined,
     MaybeStudent,
@@ -29,11 +30,13 @@ from app.live.deps import (
     Screen,
     Service,
     Session,
+    StreamTurn,
     hosted,
     screened,
 )
 from app.live.events import host_stream, screen_stream, student_stream
 from app.live.export import csv_response
+from app.live.guesses import TooManyGuessesError
 from app.live.instructor import check_password
 from app.live.pages import NO_STORE, host_page, join_url, page, screen_context, student_context
 from app.live.service import (
@@ -74,7 +77,10 @@ POSTED: dict[int | str, dict[str, Any]] = {
     409: {"description": "Refused in the class's present state; the page says why."},
     422: {"description": "A field is not valid; the page names it beside the field."},
     429: {
-        "description": "The server keeps as many classes as it may, or too many wrong passwords."
+        "description": (
+            "The server keeps as many classes as it may; or too many wrong passwords; or this"
+            " client tried too many codes of no class (Retry-After says when to try again)."
+        )
     },
 }
 
@@ -96,14 +102,17 @@ router = APIRouter(tags=["live class"], default_response_class=HTMLResponse)
 
 
 def status_of(refusal: RefusalError) -> int:
-    return STATUS[type(refusal)]
+    return next(STATUS[kind] for kind in type(refusal).__mro__ if kind in STATUS)
 
 
 async def refused(request: Request, error: Exception) -> Response:
-    """The app's answer to a refusal no form shows: its status, the site's error page."""
+    """The app's answer to a refusal no form shows: its status, the site's error page (with
+    ``Retry-After`` when the refusal says when to try again)."""
     assert isinstance(error, RefusalError)
     response = error_response(request.scope, status_of(error), error.message)
     response.headers["Cache-Control"] = NO_STORE
+    if isinstance(error, TooManyGuessesError):
+        response.headers["Retry-After"] = str(error.retry_after)
     return response
 
 
@@ -141,6 +150,14 @@ class StudentForm(BaseModel):
 
     def id(self) -> int | None:
         raw = self.participant.strip()
+        return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 12 else None
+
+
+class RemovedForm(BaseModel):
+    removed: str = ""
+
+    def id(self) -> int | None:
+        raw = self.removed.strip()
         return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 12 else None
 
 
@@ -224,7 +241,14 @@ async def _host_page(
     snapshot = await service.snapshot(session, live.id)
     if snapshot is None:
         raise NotFoundError("This class has just been deleted.")
-    context = host_page(request, snapshot, error=error, lab_form=lab_form)
+    context = host_page(
+        request,
+        snapshot,
+        error=error,
+        lab_form=lab_form,
+        removed=await service.removed(session, live),
+        class_size=service.class_size,
+    )
     return page(request, "live/host.html", context, status_code=status_of(error) if error else 200)
 
 
@@ -374,7 +398,8 @@ async def class_remove(
     service: Service,
     form: Annotated[StudentForm, Form(default_factory=StudentForm)],
 ) -> Response:
-    """Remove a student (participant) and their answers."""
+    """Remove a student (participant) and their answers; their device and nickname stay out
+    until readmitted."""
 
     async def remove() -> None:
         who = form.id()
@@ -383,6 +408,41 @@ async def class_remove(
         await service.remove(session, live, who)
 
     return await _acted(request, session, service, live, remove())
+
+
+@router.post("/class/{code}/readmit", name="class_readmit", responses=POSTED)
+async def class_readmit(
+    request: Request,
+    live: Hosted,
+    session: Session,
+    service: Service,
+    form: Annotated[RemovedForm, Form(default_factory=RemovedForm)],
+) -> Response:
+    """Let a removed student (removed: the dashboard's id of the removal) join again."""
+
+    async def readmit() -> None:
+        which = form.id()
+        if which is None:
+            raise InvalidError("Name the removed student to let back in.", "removed")
+        await service.readmit(session, live, which)
+
+    return await _acted(request, session, service, live, readmit())
+
+
+@router.post("/class/{code}/lock", name="class_lock", responses=POSTED)
+async def class_lock(
+    request: Request, live: Hosted, session: Session, service: Service
+) -> Response:
+    """Close joining: a new student is refused (409 with the reason); those in stay."""
+    return await _acted(request, session, service, live, service.lock(session, live, True))
+
+
+@router.post("/class/{code}/unlock", name="class_unlock", responses=POSTED)
+async def class_unlock(
+    request: Request, live: Hosted, session: Session, service: Service
+) -> Response:
+    """Open joining again."""
+    return await _acted(request, session, service, live, service.lock(session, live, False))
 
 
 @router.post("/class/{code}/end", name="class_end", responses=POSTED)
@@ -453,6 +513,7 @@ async def join_code(request: Request, code: str) -> Response:
 @forms.post("/join", name="join_post", responses=POSTED)
 async def join_post(
     request: Request,
+    guess: CodeGuess,
     session: Session,
     service: Service,
     form: Annotated[JoinForm, Form(default_factory=JoinForm)],
@@ -460,7 +521,11 @@ async def join_post(
     """Join: 303 to the class's page with the student's cookie set; else the form again with the
     reason beside the field (422 bad nickname, 409 taken or ended, 404 unknown code)."""
     try:
-        live = await service.find(session, form.code)
+        try:
+            live = await service.find(session, form.code)
+        except NotFoundError:
+            guess.missed()
+            raise
         token = access.student_token(request, live.code)
         student, new = await service.join(session, live, form.nickname, token)
     except RefusalError as error:
@@ -553,6 +618,7 @@ EVENTS = {
 @router.get("/class/{code}/events", name="class_events", response_class=Response, responses=EVENTS)
 async def class_events(
     request: Request,
+    turn: StreamTurn,
     live: Class,
     student: MaybeStudent,
     view: str = "",
@@ -564,10 +630,10 @@ async def class_events(
     projector's, or a student's page."""
     if view == "host":
         await hosted(request, live)
-        return host_stream(request, live.id, shown)
+        return host_stream(request, turn, live.id, shown)
     if view == "screen":
         await screened(request, live)
-        return screen_stream(request, live.id)
+        return screen_stream(request, turn, live.id)
     if student is None:
         raise NotAllowedError("Join the class first: this stream is for its students.")
-    return student_stream(request, live.id, student.id)
+    return student_stream(request, turn, live.id, student.id)

@@ -22,8 +22,19 @@ from app.lesson.quiz import AnswerError, check, read_answer
 from app.lesson.render import RenderedQuestion
 from app.live import store
 from app.live.codes import new_code
-from app.live.join import JoinError, nickname_key, read_join_code, read_nickname
-from app.live.store import Answer, LiveClass, Participant, now
+from app.live.join import (
+    JoinError,
+    nickname_key,
+    nickname_skeleton,
+    read_join_code,
+    read_nickname,
+)
+from app.live.store import Answer, LiveClass, Participant, Removed, now
+
+# The longest lab state a class keeps, as the lab's own canonical link (app/lab/query.py): the
+# lab checks its ranks, items and digits; this bounds what a class stores and every page that
+# shows it (the database's columns hold 20,000). Far more than a lesson's states need.
+SHARED_STATE_MAX = 4_000
 
 
 @dataclass
@@ -82,6 +93,7 @@ class ClassState:
     lab_query: str
     screen_query: str
     host_token: str
+    joining_locked: bool
 
     # Computed once per read, however many pages are rendered from it (a change of the class
     # renders the live part of each student's stream from one snapshot).
@@ -116,9 +128,10 @@ def _students(roster: store.Roster) -> dict[int, Student]:
 class LiveService:
     """The live classes of one server: the lessons they follow and the limit on classes."""
 
-    def __init__(self, course: ServedLessons, class_limit: int) -> None:
+    def __init__(self, course: ServedLessons, class_limit: int, class_size: int = 1_000) -> None:
         self.course = course
         self.class_limit = class_limit
+        self.class_size = class_size
 
     def _full(self) -> "LimitReachedError":
         limit = self.class_limit
@@ -150,6 +163,7 @@ class LiveService:
             "lab_query": live.lab_query,
             "screen_query": live.screen_query,
             "host_token": live.host_token,
+            "joining_locked": live.joining_locked,
         }
 
     async def find(self, session: AsyncSession, typed_code: str) -> LiveClass:
@@ -177,6 +191,10 @@ class LiveService:
         """One student with their own answers (their page reads no one else's)."""
         roster = await store.roster(session, participant.class_id, participant.id)
         return _students(roster)[participant.id]
+
+    async def removed(self, session: AsyncSession, live: LiveClass) -> Sequence[Removed]:
+        """The students the host removed, who stay out until readmitted."""
+        return await store.removed_list(session, live.id)
 
     async def export(self, session: AsyncSession, live: LiveClass) -> Sequence[tuple[str, Answer]]:
         return await store.export_rows(session, live.id)
@@ -259,12 +277,35 @@ class LiveService:
         await store.change(session, live.id, screen_query=query)
 
     async def remove(self, session: AsyncSession, live: LiveClass, participant_id: int) -> None:
-        """The student and their answers (by the schema's cascade)."""
+        """The student and their answers (by the schema's cascade); their device (cookie) and
+        their nickname stay out until :meth:`readmit`."""
         student = await store.participant_by_id(session, live.id, participant_id)
         if student is None:
             raise InvalidError("No such student in this class.", "participant")
+        session.add(
+            Removed(
+                class_id=live.id,
+                nickname=student.nickname,
+                nickname_key=student.nickname_key,
+                nickname_skeleton=student.nickname_skeleton,
+                token=student.token,
+                removed_at=now(),
+            )
+        )
         await session.delete(student)
         await store.change(session, live.id)
+
+    async def readmit(self, session: AsyncSession, live: LiveClass, removed_id: int) -> None:
+        """A removed student may join again (their device and nickname are let in)."""
+        found = await session.get(Removed, removed_id)
+        if found is None or found.class_id != live.id:
+            raise InvalidError("No such removed student in this class.", "removed")
+        await session.delete(found)
+        await store.change(session, live.id)
+
+    async def lock(self, session: AsyncSession, live: LiveClass, locked: bool) -> None:
+        """Close joining (students already in stay, and come back) or open it again."""
+        await store.change(session, live.id, joining_locked=locked)
 
     async def end(self, session: AsyncSession, live: LiveClass) -> None:
         await store.change(session, live.id, ended_at=live.ended_at or now())
@@ -290,14 +331,30 @@ class LiveService:
             nickname = read_nickname(typed_nickname)
         except JoinError as error:
             raise InvalidError(error.message, error.field) from None
-        key = nickname_key(nickname)
-        taken = ConflictError(f"“{nickname}” is taken in this class; choose another.", "nickname")
-        if await store.nickname_taken(session, live.id, key):
-            raise taken
+        key, skeleton = nickname_key(nickname), nickname_skeleton(nickname)
+        if await store.removed_match(session, live.id, token, key, skeleton) is not None:
+            raise NotAllowedError(
+                "The instructor removed you from this class; only they can let you back in.",
+                "nickname",
+            )
+        if live.joining_locked:
+            raise ConflictError(
+                "The instructor has closed joining for this class; ask them to open it.", "code"
+            )
+        if await store.count_participants(session, live.id) >= self.class_size:
+            raise ConflictError(
+                f"This class is full: it has {self.class_size} students, the most a class"
+                " takes (ATLAS_CLASS_SIZE).",
+                "code",
+            )
+        clash = await store.nickname_clash(session, live.id, key, skeleton)
+        if clash is not None:
+            raise ConflictError(_clash_message(nickname, clash), "nickname")
         student = Participant(
             class_id=live.id,
             nickname=nickname,
             nickname_key=key,
+            nickname_skeleton=skeleton,
             token=secrets.token_urlsafe(24),
             joined_at=now(),
             shared_query="",
@@ -305,8 +362,8 @@ class LiveService:
         try:
             async with session.begin_nested():
                 session.add(student)
-        except IntegrityError:  # the same nickname, joined at the same moment
-            raise taken from None
+        except IntegrityError:  # the same (or a look-alike) nickname, joined at the same moment
+            raise ConflictError(_clash_message(nickname, None), "nickname") from None
         await store.change(session, live.id)
         return student, True
 
@@ -342,6 +399,17 @@ class LiveService:
         await store.change(session, live.id)
 
 
+def _clash_message(nickname: str, clash: str | None) -> str:
+    if clash is None or clash == nickname:
+        return f"“{nickname}” is taken in this class; choose another."
+    if nickname_key(clash) == nickname_key(nickname):
+        return f"“{nickname}” is taken in this class (as “{clash}”); choose another."
+    return (
+        f"“{nickname}” looks like “{clash}”, already in this class (one could not be told from"
+        " the other); choose another."
+    )
+
+
 def answer_refusal(live: LiveClass, question_id: str) -> str:
     """Why an answer to ``question_id`` is refused now ("" when it is taken)."""
     if live.ended_at is not None:
@@ -361,11 +429,20 @@ def shared_lab_view(query: str) -> LabView | None:
 
 
 def valid_lab_query(query: Mapping[str, str]) -> str:
-    """The lab's canonical query of a valid state; else the first field at fault."""
+    """The lab's canonical query of a valid state, within ``SHARED_STATE_MAX`` characters;
+    else the first field at fault (the longest one when the state is too long)."""
     panel = lab_panel(query)
     if panel.view is None or not panel.query:
         error = panel.errors[0] if panel.errors else None
         if error is None:
             raise InvalidError("The lab cannot compute this state.", "counts")
         raise InvalidError(error.message, error.param)
+    if len(panel.query) > SHARED_STATE_MAX:
+        field, value = max(panel.pairs, key=lambda pair: len(pair[1]))
+        raise InvalidError(
+            f"This lab state is {len(panel.query):,} characters long as a link; a shared state"
+            f" holds at most {SHARED_STATE_MAX:,}. Its field “{field}” alone has"
+            f" {len(value):,}: use fewer ranks, items or digits.",
+            field,
+        )
     return panel.query

@@ -53,6 +53,7 @@ CLASSES_LOCK = 0x41746C6173 + 1
 # A class no student joined within this many hours stops counting against the class limit (one
 # started and never used cannot hold a place for the whole retention); the purge deletes it.
 UNJOINED_HOURS = 24
+SKELETON_MAX = 255  # characters of a nickname's skeleton (app/live/join.py keeps within it)
 CHANGED = "changed classes"  # the key in session.info
 
 
@@ -82,21 +83,46 @@ class LiveClass(Base):
     lab_query: Mapped[str] = mapped_column(String(20_000), default="")
     screen_query: Mapped[str] = mapped_column(String(20_000), default="")
     version: Mapped[int] = mapped_column(default=1)
+    joining_locked: Mapped[bool] = mapped_column(default=False)
 
 
 class Participant(Base):
-    """A student in one class; ``token`` (in their signed cookie) brings them back as themselves."""
+    """A student in one class; ``token`` (in their signed cookie) brings them back as themselves.
+    Two nicknames of one class never share a key (case and spacing) or a skeleton (look-alikes,
+    app/live/join.py): unique per class, so two joins at once cannot both take one."""
 
     __tablename__ = "live_participants"
-    __table_args__ = (UniqueConstraint("class_id", "nickname_key"),)
+    __table_args__ = (
+        UniqueConstraint("class_id", "nickname_key"),
+        UniqueConstraint(
+            "class_id", "nickname_skeleton", name="uq_live_participants_class_id_nickname_skeleton"
+        ),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     class_id: Mapped[int] = mapped_column(ForeignKey("live_classes.id", ondelete="CASCADE"))
     nickname: Mapped[str] = mapped_column(String(100))
     nickname_key: Mapped[str] = mapped_column(String(100))
+    nickname_skeleton: Mapped[str] = mapped_column(String(SKELETON_MAX))
     token: Mapped[str] = mapped_column(String(64), unique=True)
     joined_at: Mapped[datetime]
     shared_query: Mapped[str] = mapped_column(String(20_000), default="")
+
+
+class Removed(Base):
+    """A student the host removed: their cookie's token and their nickname stay out of the class
+    until the host readmits them (deletes this row)."""
+
+    __tablename__ = "live_removed"
+    __table_args__ = (Index("ix_live_removed_class", "class_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    class_id: Mapped[int] = mapped_column(ForeignKey("live_classes.id", ondelete="CASCADE"))
+    nickname: Mapped[str] = mapped_column(String(100))
+    nickname_key: Mapped[str] = mapped_column(String(100))
+    nickname_skeleton: Mapped[str] = mapped_column(String(SKELETON_MAX))
+    token: Mapped[str] = mapped_column(String(64))
+    removed_at: Mapped[datetime]
 
 
 class Answer(Base):
@@ -262,13 +288,47 @@ async def participant_by_id(
     ).scalar_one_or_none()
 
 
-async def nickname_taken(session: AsyncSession, class_id: int, key: str) -> bool:
+async def nickname_clash(
+    session: AsyncSession, class_id: int, key: str, skeleton: str
+) -> str | None:
+    """The nickname in the class that is this one or looks like it, if any (one query on the
+    two unique indexes)."""
     found = await session.execute(
-        select(Participant.id).where(
-            Participant.class_id == class_id, Participant.nickname_key == key
+        select(Participant.nickname)
+        .where(
+            Participant.class_id == class_id,
+            (Participant.nickname_key == key) | (Participant.nickname_skeleton == skeleton),
         )
+        .limit(1)
     )
-    return found.first() is not None
+    return found.scalar_one_or_none()
+
+
+async def count_participants(session: AsyncSession, class_id: int) -> int:
+    found = await session.execute(
+        select(func.count(Participant.id)).where(Participant.class_id == class_id)
+    )
+    return found.scalar_one()
+
+
+async def removed_match(
+    session: AsyncSession, class_id: int, token: str | None, key: str, skeleton: str
+) -> Removed | None:
+    """The removal that keeps this device (its token) or this nickname (or a look-alike) out."""
+    condition = (Removed.nickname_key == key) | (Removed.nickname_skeleton == skeleton)
+    if token:
+        condition = condition | (Removed.token == token)
+    found = await session.execute(
+        select(Removed).where(Removed.class_id == class_id, condition).limit(1)
+    )
+    return found.scalar_one_or_none()
+
+
+async def removed_list(session: AsyncSession, class_id: int) -> Sequence[Removed]:
+    found = await session.execute(
+        select(Removed).where(Removed.class_id == class_id).order_by(Removed.id)
+    )
+    return found.scalars().all()
 
 
 async def save_answer(

@@ -16,8 +16,10 @@ settings are in the README's table; docs/deployment.md says what they withstand)
   the socket's 64 KiB send buffer in the kernel;
 * a **connection cap** (``ATLAS_MAX_CONNECTIONS`` per worker): past it the connection that has
   gone longest without sending a byte or taking any of its answer is closed, never one whose app
-  is working or whose client reads (a live stream); 503 if every one is such. No per-address cap:
-  a class behind one school address is many clients, not one;
+  is working or whose client reads; 503 if every one is such. No per-address cap: a class behind
+  one school address is many clients, not one. A connection that carries a live-class stream is
+  not counted (the app says so through ``CONNECTION_SCOPE_KEY``): streams have their own cap,
+  ``ATLAS_MAX_STREAMS`` (app/live/streams.py), so they never take the room of a request;
 * **pipelined requests** start one every ``PIPELINE_GAP_S`` across the worker, none while the
   previous answer waits for its reader: clients that pipeline and never read take at most about
   half of the worker;
@@ -45,6 +47,9 @@ SEND_BUFFER_BYTES = 65_536
 # Pipelined requests start one at a time this far apart (per worker); a lesson page is a few
 # milliseconds of work, so every other request goes on between them.
 PIPELINE_GAP_S = 0.005
+# Where a request's scope holds its connection's protocol, for the app to say that the
+# connection carries a stream (GuardedHttpProtocol.carries_stream).
+CONNECTION_SCOPE_KEY = "atlas.connection"
 
 
 def raw_response(status: str, message: str) -> bytes:
@@ -75,6 +80,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     _pipelined: deque["GuardedHttpProtocol"] = deque()  # noqa: RUF012
     # This worker's open connections, the one that progressed longest ago first.
     by_progress: dict["GuardedHttpProtocol", None] = {}  # noqa: RUF012
+    # This worker's connections that carry a stream: not counted against the connection cap.
+    streaming: set["GuardedHttpProtocol"] = set()  # noqa: RUF012
 
     def __init__(
         self,
@@ -252,6 +259,13 @@ class GuardedHttpProtocol(HttpToolsProtocol):
                 return
         self._refuse("503 Service Unavailable", "Too many connections; try again shortly.")
 
+    def carries_stream(self, streams: bool) -> None:
+        """The app's answer on this connection is (or no longer is) a live stream."""
+        if streams:
+            self.streaming.add(self)
+        else:
+            self.streaming.discard(self)
+
     def _progressed(self) -> None:
         """The client sent a byte or took some of an answer (or connected, or was answered)."""
         self.by_progress.pop(self, None)
@@ -278,11 +292,12 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._progressed()
         self._since = time.monotonic()
         self._schedule()
-        if len(self.connections) > self.limits.max_connections:
+        if len(self.connections) - len(self.streaming) > self.limits.max_connections:
             self._make_room()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.by_progress.pop(self, None)
+        self.streaming.discard(self)
         self._cancel_timer()
         self._stalled_since = None
         if self._app_busy() and not self._refused:
@@ -308,6 +323,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._request_started = now
         self._head_bytes = 0
         super().on_message_begin()
+        self.scope[CONNECTION_SCOPE_KEY] = self  # type: ignore[literal-required]
         self._schedule()
 
     def _count_head(self, size: int) -> None:
