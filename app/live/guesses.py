@@ -1,4 +1,7 @@
-"""Guessing join codes is slowed: a client's wrong codes are counted, and past
+"""Wrong guesses counted per client, one kind a :class:`Guesses` (codes here, the instructor
+password in app/live/instructor.py).
+
+Guessing join codes is slowed: a client's wrong codes are counted, and past
 ``FREE_MISSES`` in the last ``WINDOW_S`` every lookup of a code it makes (right or wrong: a fast
 right answer would tell the code) waits its turn, one a ``GAP_S`` per client, or is refused
 (429, ``Retry-After``) when its turn is more than ``MAX_WAIT_S`` away.
@@ -32,7 +35,7 @@ MAX_CLIENTS = 10_000  # clients remembered per worker; the quietest are forgotte
 
 @dataclass
 class TooManyGuessesError(LimitReachedError):
-    """A client that guesses codes must wait ``retry_after`` seconds."""
+    """A client that guesses must wait ``retry_after`` seconds."""
 
     retry_after: int = 1
 
@@ -43,16 +46,37 @@ class _Client:
     next_turn: float = 0.0
 
 
-class Guesses:
-    """This worker's count of wrong codes per client (see the module doc)."""
+def _duration(seconds: int) -> str:
+    if seconds >= 120:
+        minutes = math.ceil(seconds / 60)
+        return f"{minutes} minutes"
+    return f"{seconds} {'second' if seconds == 1 else 'seconds'}"
 
-    def __init__(self) -> None:
+
+class Guesses:
+    """This worker's count of one kind of wrong guess per client (see the module doc): past
+    ``free`` misses in the last ``window_s``, a client's tries take turns ``gap_s`` apart, and
+    one whose turn is more than ``max_wait_s`` away is refused (``field`` named, ``told`` saying
+    why, and when it may try again). Codes use the defaults above; the instructor password
+    (app/live/instructor.py) refuses at once past its few free guesses."""
+
+    def __init__(
+        self,
+        field: str,
+        told: str,
+        free: int = FREE_MISSES,
+        window_s: float = WINDOW_S,
+        gap_s: float = GAP_S,
+        max_wait_s: float = MAX_WAIT_S,
+    ) -> None:
+        self.field, self.told = field, told
+        self.free, self.window_s, self.gap_s, self.max_wait_s = free, window_s, gap_s, max_wait_s
         self._clients: OrderedDict[str, _Client] = OrderedDict()
 
     def _recent(self, client: str, now: float) -> _Client | None:
         found = self._clients.get(client)
         if found is not None:
-            while found.misses and found.misses[0] <= now - WINDOW_S:
+            while found.misses and found.misses[0] <= now - self.window_s:
                 found.misses.popleft()
             if not found.misses and found.next_turn <= now:
                 del self._clients[client]
@@ -60,32 +84,31 @@ class Guesses:
         return found
 
     async def admit(self, client: str) -> None:
-        """Return when this client may look a code up: at once unless it has missed more than
-        ``FREE_MISSES`` codes in the last minute; else at its turn (at least ``GAP_S`` from now),
-        or :class:`TooManyGuessesError` when that is over ``MAX_WAIT_S`` away."""
+        """Return when this client may try: at once unless it missed ``free`` times in the
+        window; else at its turn (at least ``gap_s`` from now), or :class:`TooManyGuessesError`
+        when that is over ``max_wait_s`` away. Nothing is awaited before a try is admitted at
+        once, so tries that arrive together are counted one by one."""
         now = time.monotonic()
         found = self._recent(client, now)
-        if found is None or len(found.misses) < FREE_MISSES:
+        if found is None or len(found.misses) < self.free:
             return
-        turn = max(now, found.next_turn) + GAP_S
-        if turn - now > MAX_WAIT_S:
-            wait = math.ceil(turn - now - MAX_WAIT_S)
+        turn = max(now, found.next_turn) + self.gap_s
+        if turn - now > self.max_wait_s:
+            # Free again at its turn, or when enough misses left the window.
+            freed = found.misses[len(found.misses) - self.free] + self.window_s
+            wait = max(1, math.ceil(min(turn - self.max_wait_s, freed) - now))
             raise TooManyGuessesError(
-                f"Too many class codes tried from here that lead to no class: wait {wait}"
-                f" {'second' if wait == 1 else 'seconds'} and check the code on the"
-                " instructor's screen.",
-                "code",
-                retry_after=wait,
+                f"{self.told}: try again in {_duration(wait)}.", self.field, retry_after=wait
             )
         found.next_turn = turn
         await asyncio.sleep(turn - now)
 
     def missed(self, client: str) -> None:
-        """This client looked up a code that leads to no class."""
+        """This client's try was wrong."""
         found = self._clients.pop(client, None) or _Client()
         self._clients[client] = found  # the most recent last
         found.misses.append(time.monotonic())
-        if len(found.misses) > FREE_MISSES * 4:  # only whether it passed FREE_MISSES counts
+        if len(found.misses) > self.free * 4:  # only whether it passed ``free`` counts
             found.misses.popleft()
         while len(self._clients) > MAX_CLIENTS:
             self._clients.popitem(last=False)

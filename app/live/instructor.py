@@ -9,48 +9,28 @@ memory: a restart forgets it, and each worker (or replica) counts its own.
 
 import asyncio
 import hmac
-import math
-import time
-from collections import deque
 
 from starlette.requests import Request
 
-from app.live.service import InvalidError, LimitReachedError
+from app.live.guesses import Guesses
+from app.live.service import InvalidError
 
 FREE_GUESSES = 5
 WINDOW_S = 600.0
 PAUSE_S = 1.0
-# Addresses remembered at most; past it the ones whose guesses are all old are forgotten first.
-KEPT_ADDRESSES = 10_000
 
 
-class Guesses:
-    """Wrong guesses by client address, for one worker."""
-
-    def __init__(self) -> None:
-        self._wrong: dict[str, deque[float]] = {}
-
-    def _recent(self, who: str, now: float) -> deque[float]:
-        times = self._wrong.get(who, deque())
-        while times and times[0] <= now - WINDOW_S:
-            times.popleft()
-        return times
-
-    def wait_s(self, who: str) -> float:
-        """Seconds before ``who`` may guess again (0: now)."""
-        now = time.monotonic()
-        times = self._recent(who, now)
-        if len(times) < FREE_GUESSES:
-            return 0.0
-        return times[0] + WINDOW_S - now
-
-    def wrong(self, who: str) -> None:
-        now = time.monotonic()
-        if len(self._wrong) >= KEPT_ADDRESSES:
-            for address in [a for a, times in self._wrong.items() if not self._recent(a, now)]:
-                del self._wrong[address]
-        self._wrong[who] = self._recent(who, now)
-        self._wrong[who].append(now)
+def password_guesses() -> Guesses:
+    """Past ``FREE_GUESSES`` wrong in ``WINDOW_S``, an address is refused until the oldest of
+    them is that old (its turn never comes sooner)."""
+    return Guesses(
+        "password",
+        "Too many wrong passwords from this address",
+        free=FREE_GUESSES,
+        window_s=WINDOW_S,
+        gap_s=WINDOW_S,
+        max_wait_s=0,
+    )
 
 
 def _address(request: Request) -> str:
@@ -62,22 +42,13 @@ async def check_password(request: Request, typed: str) -> None:
     (after the pause), or refuse at once an address that guessed too often."""
     guesses: Guesses = request.app.state.password_guesses
     who = _address(request)
-    # No await before the guess is counted: concurrent guesses of one address are counted one
-    # by one, never all let through together.
-    wait = guesses.wait_s(who)
-    if wait > 0:
-        minutes = math.ceil(wait / 60)
-        raise LimitReachedError(
-            f"Too many wrong passwords from this address: try again in {minutes}"
-            f" {'minute' if minutes == 1 else 'minutes'}.",
-            "password",
-        )
+    await guesses.admit(who)
     which = "the one the server printed at start (its log), or ATLAS_INSTRUCTOR_PASSWORD if set"
     if not typed:
         raise InvalidError(f"Type the instructor password: {which}.", "password")
     password = request.app.state.settings.instructor_password
     if hmac.compare_digest(typed.encode(), password.encode()):
         return
-    guesses.wrong(who)
+    guesses.missed(who)
     await asyncio.sleep(PAUSE_S)
     raise InvalidError(f"That is not the instructor password: {which}.", "password")

@@ -12,8 +12,8 @@ from fastapi import FastAPI
 
 from app.lesson.course import ServedLessons
 from app.live.events import Feeds
-from app.live.guesses import Guesses as CodeGuesses
-from app.live.instructor import Guesses
+from app.live.guesses import Guesses
+from app.live.instructor import password_guesses
 from app.live.migrate import revision, upgrade
 from app.live.notify import source_for
 from app.live.service import LiveService
@@ -64,8 +64,10 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
     source = source_for(store, feeds.followed, feeds.wake)
     app.state.live, app.state.live_store = service, store
     app.state.live_feeds, app.state.live_source = feeds, source
-    app.state.password_guesses = Guesses()
-    app.state.live_guesses = CodeGuesses()
+    app.state.password_guesses = password_guesses()
+    app.state.live_guesses = Guesses(
+        "code", "Too many class codes tried from here that lead to no class (check the code)"
+    )
     app.state.live_streams = Streams(settings.max_streams)
     await source.start()
     purging = asyncio.create_task(_daily_purge(store, settings), name="live-daily-purge")
