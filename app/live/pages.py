@@ -10,12 +10,14 @@ from starlette.responses import HTMLResponse, Response
 
 from app.live.service import ClassState, LiveService, Snapshot, Student, shared_lab_view
 from app.live.view import (
+    current_shift,
     distribution,
     qr_svg,
     roster,
     shared_lab,
     status,
     student_view,
+    timer,
 )
 from app.web.templating import route_path, templates_of
 
@@ -49,6 +51,8 @@ def now_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
         "snapshot": snapshot,
         "status": status(snapshot),
         "distribution": distribution(snapshot),
+        "shift": current_shift(snapshot),
+        "timer": timer(snapshot),
         "lab": shared_lab(snapshot.lab, snapshot.lab_query, path),
         "projected": shared_lab(snapshot.projected, snapshot.screen_query, path),
     }
@@ -60,17 +64,25 @@ def host_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
 
 
 def screen_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
+    """The projector: the bars once revealed (or live if the instructor chose so, but never
+    during vote 1 of a question asked for two: the room would see the share right before
+    discussing it), the shift of both votes once revealed."""
     shown = distribution(snapshot)
     revealed = snapshot.phase == "revealed"
+    first_of_two = snapshot.rounds == 2 and snapshot.round == 1
+    live = snapshot.show_live and not first_of_two
     return {
         "request": request,
         "code": snapshot.code,
         "status": status(snapshot),
         "ended": snapshot.ended,
         "question": snapshot.question,
-        "distribution": shown if (revealed or snapshot.show_live) else None,
+        "distribution": shown if (revealed or live) else None,
+        "vote": shown.vote if shown else "",
         "answered": shown.summary if shown else "",
         "revealed": revealed,
+        "shift": current_shift(snapshot) if revealed else None,
+        "timer": timer(snapshot),
         "joined": len(snapshot.students),
         "projected": shared_lab(
             snapshot.projected, snapshot.screen_query, lesson_path(request, snapshot)
