@@ -386,8 +386,10 @@ def student_view(state: ClassState, student: Student) -> StudentView:
     elif given:
         note = f"Your answer: option {given.choice}. You may change it while answering is open."
     elif state.round == 2:
-        said = f"option {first.choice}" if first else "no answer"
-        note = f"Your first answer: {said}. Answer again, after talking it over."
+        # Their first answer is shown above the options (``first``).
+        note = "Vote 2: answer again, after talking it over."
+        if first is None:
+            note = "You did not answer vote 1. Answer vote 2, after talking it over."
     else:
         note = "Choose one answer."
     return StudentView(
