@@ -152,18 +152,17 @@ def host_whole(request: Request, snapshot: Snapshot, shown: str = "") -> str:
     return render("live/_host_whole.html", {"request": request, "live_html": Markup(html)})
 
 
-def _question_id(snapshot: Snapshot) -> str | None:
-    return snapshot.question.question.id if snapshot.question else None
+def _asked(snapshot: Snapshot) -> tuple[str | None, int]:
+    """The question asked and its vote open: each row shows its answer in that vote."""
+    return (snapshot.question.question.id if snapshot.question else None, snapshot.round)
 
 
 def host_changes(request: Request, snapshot: Snapshot, last: Snapshot) -> str:
     """What changed on the dashboard since ``last`` ("": nothing): the counts, bars and shared
     labs when they changed, and the rows of the students who joined, answered, shared or left.
-    A row shows the current question's answer, so a new question sends the whole part, as does
-    the first student (the roster's table replaces "No one has joined yet")."""
-    if _question_id(snapshot) != _question_id(last) or bool(snapshot.students) != bool(
-        last.students
-    ):
+    A row shows the current question's answer, so a new question (or its vote 2) sends the whole
+    part, as does the first student (the roster's table replaces "No one has joined yet")."""
+    if _asked(snapshot) != _asked(last) or bool(snapshot.students) != bool(last.students):
         return host_whole(request, snapshot)
     now_html = render("live/_host_now.html", now_context(request, snapshot))
     if now_html == render("live/_host_now.html", now_context(request, last)):
