@@ -172,8 +172,14 @@ def test_two_votes_with_a_timer_confidence_and_a_shift(app_client: TestClient) -
         assert after_share == share(VOTE_2) == Fraction(3, 5)
         summary = words(node(html, ".live-shift-summary"))
         assert "2 of 4 right (50 %) in vote 1, 3 of 5 right (60 %) in vote 2" in summary
-        # Ada and Ed moved to the answer (Ed had no vote 1); Di moved away from it.
-        assert (chart["data-to-right"], chart["data-to-wrong"]) == ("2", "1")
+        # Of the four who answered both votes (Ed missed vote 1), Ada moved to the answer and
+        # Di away from it.
+        assert (chart["data-both"], chart["data-to-right"], chart["data-to-wrong"]) == (
+            "4",
+            "1",
+            "1",
+        )
+        assert "Of 4 students who answered both votes, 1 moved to the answer and 1 away" in summary
     assert "Ed" not in app_client.get(f"/class/{code}/screen").text
 
     # The export: one row per student per vote, with its round and confidence.
@@ -254,7 +260,7 @@ def test_the_report_counts_each_vote_and_each_students_answers(app_client: TestC
     per_vote(FIRST.id, {1: VOTE_1, 2: VOTE_2}, RIGHT)
     per_vote(third.id, {1: single}, third.answer_number)
     shift = node(html, f"section[data-question='{FIRST.id}'] .live-report-shift")
-    assert (shift["data-to-right"], shift["data-to-wrong"]) == ("2", "1")
+    assert (shift["data-to-right"], shift["data-to-wrong"]) == ("1", "1")
     assert soup(html).select_one(f"section[data-question='{third.id}'] .live-report-shift") is None
 
     # Each student's answers, vote 1 → vote 2; "right" counts vote 1 alone (re-votes unscored).

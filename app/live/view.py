@@ -195,15 +195,19 @@ class Shift:
     rows: tuple[ShiftRow, ...]
     before: Share
     after: Share
-    to_right: int  # wrong (or no answer) in vote 1, right in vote 2
-    to_wrong: int  # right in vote 1, wrong in vote 2
+    both: int  # the students who answered both votes: those who could move
+    to_right: int  # of them, wrong in vote 1 and right in vote 2
+    to_wrong: int  # of them, right in vote 1 and wrong in vote 2
 
     @property
     def summary(self) -> str:
-        moved = (
-            f"{plural(self.to_right, 'student')} moved to the answer, {self.to_wrong} away from it."
+        shares = f"Right: {self.before.words} in vote 1, {self.after.words} in vote 2."
+        if not self.both:
+            return f"{shares} No one answered both votes."
+        return (
+            f"{shares} Of {plural(self.both, 'student')} who answered both votes,"
+            f" {self.to_right} moved to the answer and {self.to_wrong} away from it."
         )
-        return f"Right: {self.before.words} in vote 1, {self.after.words} in vote 2. {moved}"
 
 
 def shift(question: RenderedQuestion, students: Iterable[Student]) -> Shift:
@@ -229,9 +233,10 @@ def shift(question: RenderedQuestion, students: Iterable[Student]) -> Shift:
     def share(bars: tuple[Bar, ...]) -> Share:
         return Share(sum(b.count for b in bars if b.correct), sum(b.count for b in bars))
 
-    to_right = sum(1 for one, two in pairs if two and two.correct and not (one and one.correct))
-    to_wrong = sum(1 for one, two in pairs if one and one.correct and two and not two.correct)
-    return Shift(rows, share(first), share(second), to_right, to_wrong)
+    both = [(one, two) for one, two in pairs if one is not None and two is not None]
+    to_right = sum(1 for one, two in both if two.correct and not one.correct)
+    to_wrong = sum(1 for one, two in both if one.correct and not two.correct)
+    return Shift(rows, share(first), share(second), len(both), to_right, to_wrong)
 
 
 def current_shift(snapshot: Snapshot) -> Shift | None:
