@@ -403,3 +403,16 @@ def test_peer_actions_are_the_hosts_alone(sqlite_client: TestClient) -> None:
     assert rows(
         sqlite_client, "SELECT round, timer_ends_at FROM live_classes WHERE code = :code", code=code
     ) == [(1, None)]
+
+
+def test_a_question_asked_again_starts_its_re_vote_empty(sqlite_client: TestClient) -> None:
+    code = start_class(sqlite_client)
+    ada = student(sqlite_client, code, "Ada")
+    for choice in (1, 3):
+        sqlite_client.post(f"/class/{code}/ask", data={"question": FIRST.id, "rounds": "2"})
+        sqlite_client.post(f"/class/{code}/revote")
+        host = sqlite_client.get(f"/class/{code}/host").text
+        assert counts(host, "[data-choice]", "data-count") == {1: 0, 2: 0, 3: 0}
+        assert answer(ada, code, FIRST.id, Sent("Ada", 2, choice)) == 200
+        sqlite_client.post(f"/class/{code}/reveal")
+    assert rows(sqlite_client, "SELECT round, choice FROM live_answers") == [(2, 3)]

@@ -272,6 +272,9 @@ class LiveService:
         refusal = revote_refusal(live)
         if refusal:
             raise ConflictError(refusal)
+        assert live.question is not None  # revote_refusal says so
+        # A question asked again: the vote 2 of its earlier asking would count as answered.
+        await store.clear_votes(session, live.id, live.question, 2)
         await store.change(session, live.id, round=2, phase="open", timer_ends_at=None)
 
     async def start_timer(self, session: AsyncSession, live: LiveClass, seconds: str) -> None:

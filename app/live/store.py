@@ -283,6 +283,15 @@ async def save_answer(
     )
 
 
+async def clear_votes(session: AsyncSession, class_id: int, question: str, round: int) -> None:
+    """Forget the class's answers to ``question`` in vote ``round`` (a re-vote starts empty)."""
+    await session.execute(
+        delete(Answer).where(
+            Answer.class_id == class_id, Answer.question == question, Answer.round == round
+        )
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Roster:
     """Every student of a class with their answers: what a snapshot is built from, as plain rows
