@@ -127,6 +127,8 @@ def test_two_votes_with_a_timer_confidence_and_the_shift(
         assert stayed_open(page)
     assert stayed_open(host)
     assert stayed_open(screen)
+    assert serious(host) == []  # the confidence split and the shift
+    assert serious(screen) == []
     screen.screenshot(path=str(artifacts / "peer-shift-projector-1920x1080.png"), full_page=True)
     screen.set_viewport_size(LAPTOP)
     screen.screenshot(path=str(artifacts / "peer-shift-projector-1280x800.png"), full_page=True)
