@@ -10,9 +10,14 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from alembic import command
+from alembic.config import Config
 from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
 
+from app.live.migrate import MIGRATIONS
 from app.live.service import TIMER_S
+from app.live.store import SQLITE_FILE
 from app.main import create_app
 from tests import test_live
 from tests.test_live import (
@@ -416,3 +421,42 @@ def test_a_question_asked_again_starts_its_re_vote_empty(sqlite_client: TestClie
         assert answer(ada, code, FIRST.id, Sent("Ada", 2, choice)) == 200
         sqlite_client.post(f"/class/{code}/reveal")
     assert rows(sqlite_client, "SELECT round, choice FROM live_answers") == [(2, 3)]
+
+
+def test_a_database_from_before_keeps_its_answers_as_vote_1(data_dir: Path) -> None:
+    # A server upgraded in the middle of a term: its classes' answers become vote-1 answers.
+    data_dir.mkdir(parents=True)
+    engine = create_engine(f"sqlite:///{data_dir / SQLITE_FILE}")
+    with engine.begin() as connection:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+        connection.execute(
+            text(
+                "INSERT INTO live_classes (code, lesson, host_token, created_at, phase,"
+                " show_live, lab_query, screen_query, version, question)"
+                " VALUES ('ABCDEF', 'x', 't', CURRENT_TIMESTAMP, 'open', 0, '', '', 1, :q)"
+            ),
+            {"q": FIRST.id},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO live_participants (class_id, nickname, nickname_key, token,"
+                " joined_at, shared_query) VALUES (1, 'Ada', 'ada', 'tok', CURRENT_TIMESTAMP, '')"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO live_answers (class_id, participant_id, question, choice, correct,"
+                " answered_at) VALUES (1, 1, :q, 2, 1, CURRENT_TIMESTAMP)"
+            ),
+            {"q": FIRST.id},
+        )
+    engine.dispose()
+    with TestClient(create_app(settings_for(data_dir))) as client:
+        assert rows(client, "SELECT version_num FROM alembic_version") == [("0002_peer",)]
+        assert rows(client, "SELECT round, confidence, choice FROM live_answers") == [(1, None, 2)]
+        assert rows(client, "SELECT rounds, round, timer_ends_at FROM live_classes") == [
+            (1, 1, None)
+        ]
