@@ -83,7 +83,7 @@ class Bar:
         if not (self.sure or self.unsure):
             return ""
         unsaid = self.count - self.sure - self.unsure
-        parts = [f"{self.sure} sure", f"{self.unsure} unsure"]
+        parts = [f"{self.sure} sure", f"{self.unsure} guessing"]
         return ", ".join(parts + ([f"{unsaid} did not say"] if unsaid else []))
 
 

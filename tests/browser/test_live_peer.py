@@ -76,6 +76,8 @@ def test_two_votes_with_a_timer_confidence_and_the_shift(
     expect(host.locator(f"[data-choice='{others[0]}'] .live-bar-confidence")).to_contain_text(
         "2 sure"
     )
+    host.locator(".live-controls").first.screenshot(path=str(artifacts / "peer-controls.png"))
+    host.locator("#host-now").screenshot(path=str(artifacts / "peer-vote-1-dashboard.png"))
     # The projector and the students know how many answered, not what.
     expect(screen.locator("#screen-live")).to_contain_text(
         "All 3 students answered.", timeout=LIVE_S
