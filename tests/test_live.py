@@ -606,10 +606,19 @@ def test_export_has_one_row_per_student_per_answered_question(app_client: TestCl
     assert exported.headers["content-type"].startswith("text/csv")
     assert exported.content.startswith(codecs.BOM_UTF8)
     rows = list(csv.reader(io.StringIO(exported.content.decode("utf-8-sig"))))
-    assert rows[0] == ["nickname", "question", "choice", "correct", "answered_at"]
+    assert rows[0] == [
+        "nickname",
+        "question",
+        "choice",
+        "correct",
+        "answered_at",
+        "round",
+        "confidence",
+    ]
     body = rows[1:]
     assert len(body) == 3 * 2 + 1
-    for nickname, question_id, choice, correct, answered_at in body:
+    for nickname, question_id, choice, correct, answered_at, vote, sure in body:
+        assert (vote, sure) == ("1", "")  # one vote each, no confidence said
         assert nickname[0] not in "=+-@", nickname
         assert nickname.lstrip("'") in names
         question = next(q for q in questions() if q.id == question_id)

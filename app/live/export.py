@@ -9,7 +9,8 @@ from starlette.responses import Response
 
 from app.live.store import Answer
 
-COLUMNS = ("nickname", "question", "choice", "correct", "answered_at")
+# round: 1, or 2 for a question's re-vote; confidence: "sure", "unsure", or empty.
+COLUMNS = ("nickname", "question", "choice", "correct", "answered_at", "round", "confidence")
 # A cell starting with one of these is run as a formula by Excel, LibreOffice and Sheets
 # (OWASP's "CSV injection"); a leading apostrophe makes it text. Tab and CR start one too.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -43,6 +44,8 @@ def csv_text(rows: Sequence[tuple[str, Answer]]) -> str:
                 answer.choice,
                 "true" if answer.correct else "false",
                 answer.answered_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                answer.round,
+                answer.confidence or "",
             )
         )
     return out.getvalue()

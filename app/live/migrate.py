@@ -18,6 +18,12 @@ LOCK_FILE = ".migrate.lock"
 
 
 def _upgrade(connection: Connection) -> None:
+    if connection.dialect.name == "sqlite":
+        # Alembic alters a SQLite table by rebuilding it (a copy, then a DROP of the old one):
+        # with foreign keys on, that DROP would delete every row hanging on it by its cascade
+        # (a class's answers, when its students' table changes). Off for this connection, which
+        # is thrown away afterwards (see upgrade); first, as outside a transaction it must be.
+        connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = connection
@@ -48,5 +54,6 @@ async def upgrade(store: Store, data_dir: Path) -> None:
         try:
             async with store.engine.begin() as connection:
                 await connection.run_sync(_upgrade)
+            await store.engine.dispose()  # the next connections have their foreign keys on
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)

@@ -11,12 +11,14 @@ from starlette.responses import HTMLResponse, Response
 from app.live.access import screen_token
 from app.live.service import ClassState, LiveService, Snapshot, Student, shared_lab_view
 from app.live.view import (
+    current_shift,
     distribution,
     qr_svg,
     roster,
     shared_lab,
     status,
     student_view,
+    timer,
 )
 from app.web.templating import route_path, templates_of
 
@@ -55,6 +57,8 @@ def now_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
         "snapshot": snapshot,
         "status": status(snapshot),
         "distribution": distribution(snapshot),
+        "shift": current_shift(snapshot),
+        "timer": timer(snapshot),
         "lab": shared_lab(snapshot.lab, snapshot.lab_query, path),
         "projected": shared_lab(snapshot.projected, snapshot.screen_query, path),
     }
@@ -66,17 +70,25 @@ def host_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
 
 
 def screen_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
+    """The projector: the bars once revealed (or live if the instructor chose so, but never
+    during vote 1 of a question asked for two: the room would see the share right before
+    discussing it), the shift of both votes once revealed."""
     shown = distribution(snapshot)
     revealed = snapshot.phase == "revealed"
+    first_of_two = snapshot.rounds == 2 and snapshot.round == 1
+    live = snapshot.show_live and not first_of_two
     return {
         "request": request,
         "code": snapshot.code,
         "status": status(snapshot),
         "ended": snapshot.ended,
         "question": snapshot.question,
-        "distribution": shown if (revealed or snapshot.show_live) else None,
+        "distribution": shown if (revealed or live) else None,
+        "vote": shown.vote if shown else "",
         "answered": shown.summary if shown else "",
         "revealed": revealed,
+        "shift": current_shift(snapshot) if revealed else None,
+        "timer": timer(snapshot),
         "joined": len(snapshot.students),
         "projected": shared_lab(
             snapshot.projected, snapshot.screen_query, lesson_path(request, snapshot)
@@ -146,18 +158,17 @@ def host_whole(request: Request, snapshot: Snapshot, shown: str = "") -> str:
     return render("live/_host_whole.html", {"request": request, "live_html": Markup(html)})
 
 
-def _question_id(snapshot: Snapshot) -> str | None:
-    return snapshot.question.question.id if snapshot.question else None
+def _asked(snapshot: Snapshot) -> tuple[str | None, int]:
+    """The question asked and its vote open: each row shows its answer in that vote."""
+    return (snapshot.question.question.id if snapshot.question else None, snapshot.round)
 
 
 def host_changes(request: Request, snapshot: Snapshot, last: Snapshot) -> str:
     """What changed on the dashboard since ``last`` ("": nothing): the counts, bars and shared
     labs when they changed, and the rows of the students who joined, answered, shared or left.
-    A row shows the current question's answer, so a new question sends the whole part, as does
-    the first student (the roster's table replaces "No one has joined yet")."""
-    if _question_id(snapshot) != _question_id(last) or bool(snapshot.students) != bool(
-        last.students
-    ):
+    A row shows the current question's answer, so a new question (or its vote 2) sends the whole
+    part, as does the first student (the roster's table replaces "No one has joined yet")."""
+    if _asked(snapshot) != _asked(last) or bool(snapshot.students) != bool(last.students):
         return host_whole(request, snapshot)
     now_html = render("live/_host_now.html", now_context(request, snapshot))
     if now_html == render("live/_host_now.html", now_context(request, last)):

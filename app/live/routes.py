@@ -39,6 +39,7 @@ from app.live.export import csv_response
 from app.live.guesses import TooManyGuessesError
 from app.live.instructor import check_password
 from app.live.pages import NO_STORE, host_page, join_url, page, screen_context, student_context
+from app.live.report import class_report as class_report_view
 from app.live.service import (
     BusyError,
     ConflictError,
@@ -139,6 +140,11 @@ class KeyForm(BaseModel):
 
 class AskForm(BaseModel):
     question: str = ""
+    rounds: str = "1"
+
+
+class TimerForm(BaseModel):
+    seconds: str = ""
 
 
 class ShowForm(BaseModel):
@@ -183,6 +189,8 @@ class JoinForm(BaseModel):
 class AnswerForm(BaseModel):
     question: list[str] = []
     choice: list[str] = []
+    round: str = ""
+    confidence: str = ""
 
 
 # ---- the instructor -----------------------------------------------------------------------
@@ -323,9 +331,32 @@ async def class_ask(
     service: Service,
     form: Annotated[AskForm, Form(default_factory=AskForm)],
 ) -> Response:
-    """Ask one of the lesson's questions (field question: its id); answering opens."""
-    ask = service.ask(session, live, form.question.strip())
+    """Ask one of the lesson's questions (question: its id) for one vote or two (rounds: 1 or
+    2, peer instruction); vote 1 opens."""
+    ask = service.ask(session, live, form.question.strip(), form.rounds)
     return await _acted(request, session, service, live, ask)
+
+
+@router.post("/class/{code}/revote", name="class_revote", responses=POSTED)
+async def class_revote(
+    request: Request, live: Hosted, session: Session, service: Service
+) -> Response:
+    """Open vote 2 of a question asked for two votes (409 otherwise, saying why)."""
+    return await _acted(request, session, service, live, service.revote(session, live))
+
+
+@router.post("/class/{code}/timer", name="class_timer", responses=POSTED)
+async def class_timer(
+    request: Request,
+    live: Hosted,
+    session: Session,
+    service: Service,
+    form: Annotated[TimerForm, Form(default_factory=TimerForm)],
+) -> Response:
+    """Start a discussion timer of ``seconds`` (10 to 3600) on the projector and the students'
+    pages; it only informs, the instructor opens the re-vote."""
+    timer = service.start_timer(session, live, form.seconds)
+    return await _acted(request, session, service, live, timer)
 
 
 def _phase_route(action: str, phase: Literal["open", "paused", "revealed"], doc: str) -> None:
@@ -480,8 +511,21 @@ async def class_screen(
     responses={200: {"content": {"text/csv": {}}, "description": "The answers."}, **REFUSALS},
 )
 async def class_export(live: Hosted, session: Session, service: Service) -> Response:
-    """Every answer: nickname,question,choice,correct,answered_at (ISO 8601 UTC)."""
+    """Every answer: nickname,question,choice,correct,answered_at (ISO 8601 UTC),round (1, or
+    2 for a re-vote),confidence (sure, unsure or empty)."""
     return csv_response(live.code, await service.export(session, live))
+
+
+@router.get("/class/{code}/report", name="class_report", responses=REFUSALS)
+async def class_report(
+    live: Hosted, request: Request, session: Session, service: Service
+) -> Response:
+    """After the class (or during it): each question's votes, share right and shift, and each
+    student's answers; printable on one page."""
+    snapshot = await service.snapshot(session, live.id)
+    if snapshot is None:
+        raise NotFoundError("This class has just been deleted.")
+    return page(request, "live/report.html", {"report": class_report_view(snapshot)})
 
 
 # ---- the students -------------------------------------------------------------------------
@@ -579,7 +623,7 @@ async def class_answer(
     The live part back for htmx, else 303 to the student's page."""
     answer = {"question": form.question, "choice": form.choice}
     try:
-        await service.answer(session, live, participant, answer)
+        await service.answer(session, live, participant, answer, form.round, form.confidence)
     except RefusalError as error:
         student = await service.student(session, participant)
         return _student_page(request, live, student, service, error)

@@ -8,8 +8,9 @@ allowed, conflict, invalid, …) is for the routes' layer to answer with a statu
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
 from sqlalchemy.exc import IntegrityError
@@ -29,12 +30,15 @@ from app.live.join import (
     read_join_code,
     read_nickname,
 )
-from app.live.store import Answer, LiveClass, Participant, Removed, now
+from app.live.store import CONFIDENCES, Answer, LiveClass, Participant, Removed, now
 
 # The longest lab state a class keeps, as the lab's own canonical link (app/lab/query.py): the
 # lab checks its ranks, items and digits; this bounds what a class stores and every page that
 # shows it (the database's columns hold 20,000). Far more than a lesson's states need.
 SHARED_STATE_MAX = 4_000
+
+ROUNDS = (1, 2)  # a question asked for one vote, or for a vote, a discussion and a re-vote
+TIMER_S = (10, 3600)  # a discussion timer's bounds in seconds
 
 
 @dataclass
@@ -69,6 +73,15 @@ class BusyError(RefusalError):
     """Could not be done just now; the same request may succeed again."""
 
 
+class Vote(NamedTuple):
+    """A student's answer in one vote: the option, whether it is right, and how sure they said
+    they were ("sure", "unsure", or "" when they did not say)."""
+
+    choice: int
+    correct: bool
+    confidence: str
+
+
 @dataclass(frozen=True, slots=True)
 class Student:
     """A student as a snapshot holds them."""
@@ -76,7 +89,10 @@ class Student:
     id: int
     nickname: str
     shared_query: str
-    answers: Mapping[str, tuple[int, bool]]  # question id → (choice, correct)
+    votes: Mapping[tuple[str, int], Vote]  # (question id, round) → their answer in that vote
+
+    def vote(self, question_id: str, round: int = 1) -> Vote | None:
+        return self.votes.get((question_id, round))
 
 
 @dataclass(frozen=True)
@@ -94,6 +110,9 @@ class ClassState:
     screen_query: str
     host_token: str
     joining_locked: bool
+    rounds: int  # the current question's votes: 1, or 2 (peer instruction)
+    round: int  # the vote open now: 1, or 2 once the re-vote is opened
+    timer_ends_at: datetime | None  # the discussion timer's end (UTC), if one is running
 
     # Computed once per read, however many pages are rendered from it (a change of the class
     # renders the live part of each student's stream from one snapshot).
@@ -116,11 +135,11 @@ class Snapshot(ClassState):
 
 
 def _students(roster: store.Roster) -> dict[int, Student]:
-    answers: dict[int, dict[str, tuple[int, bool]]] = {}
-    for who, question, choice, correct in roster.answers:
-        answers.setdefault(who, {})[question] = (choice, correct)
+    votes: dict[int, dict[tuple[str, int], Vote]] = {}
+    for who, question, round, choice, correct, confidence in roster.answers:
+        votes.setdefault(who, {})[question, round] = Vote(choice, correct, confidence or "")
     return {
-        who: Student(who, nickname, shared, answers.get(who, {}))
+        who: Student(who, nickname, shared, votes.get(who, {}))
         for who, nickname, shared in roster.participants
     }
 
@@ -164,6 +183,9 @@ class LiveService:
             "screen_query": live.screen_query,
             "host_token": live.host_token,
             "joining_locked": live.joining_locked,
+            "rounds": live.rounds,
+            "round": live.round,
+            "timer_ends_at": live.timer_ends_at,
         }
 
     async def find(self, session: AsyncSession, typed_code: str) -> LiveClass:
@@ -236,19 +258,63 @@ class LiveService:
             return live
         raise BusyError("Could not find a free class code; try again.")
 
-    async def ask(self, session: AsyncSession, live: LiveClass, question_id: str) -> None:
+    async def ask(
+        self, session: AsyncSession, live: LiveClass, question_id: str, rounds: str = "1"
+    ) -> None:
+        """Ask a question for one vote (``rounds`` "1") or two (vote, discuss, re-vote);
+        vote 1 opens."""
+        votes = read_rounds(rounds)
         lesson = self.lesson_of(live)
         if lesson.rendered.question(question_id) is None:
             known = ", ".join(q.question.id for q in lesson.rendered.questions)
             raise InvalidError(
                 f"Unknown question {question_id[:40]!r} (one of {known}).", "question"
             )
-        await store.change(session, live.id, question=question_id, phase="open")
+        await store.change(
+            session,
+            live.id,
+            question=question_id,
+            phase="open",
+            rounds=votes,
+            round=1,
+            timer_ends_at=None,
+        )
 
     async def set_phase(self, session: AsyncSession, live: LiveClass, phase: str) -> None:
         if live.question is None:
             raise ConflictError("No question has been asked yet.")
-        await store.change(session, live.id, phase=phase)
+        if live.phase == "revealed" and phase != "revealed":
+            # Reopening a revealed question would let a student change a vote they now know
+            # the verdict of (Runestone's pitfall): asking it again starts a fresh vote.
+            raise ConflictError(
+                "The answer has been revealed: answering this question stays closed."
+                " Ask it again for a new vote."
+            )
+        timer = {"timer_ends_at": None} if phase == "revealed" else {}
+        await store.change(session, live.id, phase=phase, **timer)
+
+    async def revote(self, session: AsyncSession, live: LiveClass) -> None:
+        """Open vote 2 of a question asked for two votes: each student answers again."""
+        refusal = revote_refusal(live)
+        if refusal:
+            raise ConflictError(refusal)
+        assert live.question is not None  # revote_refusal says so
+        # A question asked again: the vote 2 of its earlier asking would count as answered.
+        await store.clear_votes(session, live.id, live.question, 2)
+        await store.change(session, live.id, round=2, phase="open", timer_ends_at=None)
+
+    async def start_timer(self, session: AsyncSession, live: LiveClass, seconds: str) -> None:
+        """A discussion timer of ``seconds`` on the projector and the students' pages; it
+        decides nothing (the instructor opens the re-vote)."""
+        length = read_seconds(seconds)
+        if live.ended_at is not None:
+            raise ConflictError("The class has ended.")
+        if live.question is None:
+            raise ConflictError("No question has been asked yet: a timer times its discussion.")
+        if live.phase == "revealed":
+            raise ConflictError("The answer has been revealed: there is nothing left to discuss.")
+        ends = now() + timedelta(seconds=length)
+        await store.change(session, live.id, timer_ends_at=ends)
 
     async def show_results_live(self, session: AsyncSession, live: LiveClass, shown: bool) -> None:
         await store.change(session, live.id, show_live=shown)
@@ -373,18 +439,25 @@ class LiveService:
         live: LiveClass,
         participant: Participant,
         form: Mapping[str, Sequence[object]],
+        round: str = "",
+        confidence: str = "",
     ) -> None:
-        """Store the student's answer to the current question (their last one counts)."""
+        """Store the student's answer to the current question in the vote their page shows
+        (``round``; "" is vote 1) with their confidence, if given (their last one counts)."""
         lesson = self.lesson_of(live)
         try:
             question, chosen = read_answer([q.question for q in lesson.rendered.questions], form)
         except AnswerError as error:
             raise InvalidError(error.message, error.field) from None
-        refusal = answer_refusal(live, question.id)
+        vote = read_round(round)
+        sure = read_confidence(confidence)
+        refusal = answer_refusal(live, question.id, vote)
         if refusal:
             raise ConflictError(refusal, "question")
         correct = check(question, chosen).correct
-        await store.save_answer(session, live.id, participant.id, question.id, chosen, correct)
+        await store.save_answer(
+            session, live.id, participant.id, question.id, chosen, correct, vote, sure
+        )
         await store.change(session, live.id)
 
     async def share_own_lab(
@@ -410,17 +483,72 @@ def _clash_message(nickname: str, clash: str | None) -> str:
     )
 
 
-def answer_refusal(live: LiveClass, question_id: str) -> str:
-    """Why an answer to ``question_id`` is refused now ("" when it is taken)."""
+def answer_refusal(live: LiveClass, question_id: str, round: int = 1) -> str:
+    """Why an answer to ``question_id`` in vote ``round`` is refused now ("" when it is taken)."""
     if live.ended_at is not None:
         return "The class has ended: answers are closed."
     if live.question != question_id:
         return "That is not the question being asked now; the page shows the current one."
     if live.phase == "revealed":
         return "The answer has been revealed: answers to this question are closed."
+    if round != live.round:
+        if round < live.round:
+            return "Vote 1 has closed and vote 2 is open: the page now shows vote 2."
+        return "Vote 2 of this question is not open; the page shows the vote that is."
     if live.phase == "paused":
         return "The instructor has paused answering; wait for them to open it again."
     return ""
+
+
+def revote_refusal(live: LiveClass) -> str:
+    """Why vote 2 cannot open now ("" when it can)."""
+    if live.ended_at is not None:
+        return "The class has ended."
+    if live.question is None:
+        return "No question has been asked yet."
+    if live.rounds != 2:
+        return "This question was asked for one vote: ask it for two votes to re-vote."
+    if live.phase == "revealed":
+        return "The answer has been revealed: ask the question again for a new vote."
+    if live.round == 2:
+        return "Vote 2 is open already."
+    return ""
+
+
+def _whole(text: str, field: str, allowed: Sequence[int], what: str) -> int:
+    raw = text.strip()
+    value = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 6 else None
+    if value is None or value not in allowed:
+        raise InvalidError(f"The field “{field}” must be {what} (got {raw[:20]!r}).", field)
+    return value
+
+
+def read_rounds(text: str) -> int:
+    """A question's number of votes: "1" or "2" ("" is 1)."""
+    return _whole(text or "1", "rounds", ROUNDS, "1 (one vote) or 2 (vote, discuss, re-vote)")
+
+
+def read_round(text: str) -> int:
+    """The vote an answer is for, as the student's page says it ("" is vote 1)."""
+    return _whole(text or "1", "round", ROUNDS, "1 or 2")
+
+
+def read_seconds(text: str) -> int:
+    low, high = TIMER_S
+    allowed = range(low, high + 1)
+    return _whole(text, "seconds", allowed, f"a whole number of seconds from {low} to {high}")
+
+
+def read_confidence(text: str) -> str | None:
+    """How sure the student says they are: "sure", "unsure", or nothing ("")."""
+    if not text:
+        return None
+    if text not in CONFIDENCES:
+        raise InvalidError(
+            f"The field “confidence” must be “sure”, “unsure” or empty (got {text[:20]!r}).",
+            "confidence",
+        )
+    return text
 
 
 def shared_lab_view(query: str) -> LabView | None:

@@ -47,6 +47,7 @@ from app.live.database import connect_args, engine_url
 
 SQLITE_FILE = "classes.sqlite3"
 PHASES = ("open", "paused", "revealed")
+CONFIDENCES = ("sure", "unsure")  # what a student may say of an answer (or nothing)
 NOTIFY_CHANNEL = "atlas_class_changed"
 # Any number fixed for this app (another than the migrations'): starting classes queue on it.
 CLASSES_LOCK = 0x41746C6173 + 1
@@ -84,6 +85,11 @@ class LiveClass(Base):
     screen_query: Mapped[str] = mapped_column(String(20_000), default="")
     version: Mapped[int] = mapped_column(default=1)
     joining_locked: Mapped[bool] = mapped_column(default=False)
+    # Peer instruction: the current question asked for one vote or two, the vote open now
+    # (1 or 2), and when the discussion timer ends (None: no timer).
+    rounds: Mapped[int] = mapped_column(default=1, server_default="1")
+    round: Mapped[int] = mapped_column(default=1, server_default="1")
+    timer_ends_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class Participant(Base):
@@ -126,11 +132,14 @@ class Removed(Base):
 
 
 class Answer(Base):
-    """A student's answer to one question: the last one they sent while answering was open."""
+    """A student's answer to one question in one vote (``round`` 1, or 2 for a re-vote): the
+    last one they sent while that vote was open, with their confidence if they gave it."""
 
     __tablename__ = "live_answers"
     __table_args__ = (
-        UniqueConstraint("participant_id", "question"),
+        UniqueConstraint(
+            "participant_id", "question", "round", name="uq_live_answers_participant_question_round"
+        ),
         Index("ix_live_answers_class_question", "class_id", "question"),
     )
 
@@ -143,6 +152,8 @@ class Answer(Base):
     choice: Mapped[int]
     correct: Mapped[bool]
     answered_at: Mapped[datetime]
+    round: Mapped[int] = mapped_column(default=1, server_default="1")
+    confidence: Mapped[str | None] = mapped_column(String(6), default=None)
 
 
 # ---- the engine ---------------------------------------------------------------------------
@@ -338,18 +349,31 @@ async def save_answer(
     question: str,
     choice: int,
     correct: bool,
+    round: int = 1,
+    confidence: str | None = None,
 ) -> None:
-    """The student's answer to ``question`` is ``choice`` now (the last one counts): one
-    statement, ``INSERT … ON CONFLICT DO UPDATE``, so two answers of one student at once
-    leave the later one, and an answer costs no read first."""
+    """The student's answer to ``question`` in vote ``round`` is ``choice`` now (the last one
+    counts): one statement, ``INSERT … ON CONFLICT DO UPDATE``, so two answers of one student
+    at once leave the later one, and an answer costs no read first."""
     dialect = session.get_bind().dialect.name
     insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
-    values = {"choice": choice, "correct": correct, "answered_at": now()}
+    values = {"choice": choice, "correct": correct, "answered_at": now(), "confidence": confidence}
     statement = insert(Answer).values(
-        class_id=class_id, participant_id=participant_id, question=question, **values
+        class_id=class_id, participant_id=participant_id, question=question, round=round, **values
     )
     await session.execute(
-        statement.on_conflict_do_update(index_elements=["participant_id", "question"], set_=values)
+        statement.on_conflict_do_update(
+            index_elements=["participant_id", "question", "round"], set_=values
+        )
+    )
+
+
+async def clear_votes(session: AsyncSession, class_id: int, question: str, round: int) -> None:
+    """Forget the class's answers to ``question`` in vote ``round`` (a re-vote starts empty)."""
+    await session.execute(
+        delete(Answer).where(
+            Answer.class_id == class_id, Answer.question == question, Answer.round == round
+        )
     )
 
 
@@ -359,7 +383,8 @@ class Roster:
     (a snapshot is read on every change of a class of hundreds; ORM objects would cost 5x)."""
 
     participants: Sequence[tuple[int, str, str]]  # id, nickname, shared_query; by joining
-    answers: Sequence[tuple[int, str, int, bool]]  # participant_id, question, choice, correct
+    # participant_id, question, round, choice, correct, confidence
+    answers: Sequence[tuple[int, str, int, int, bool, str | None]]
 
 
 async def roster(session: AsyncSession, class_id: int, participant_id: int | None = None) -> Roster:
@@ -370,7 +395,14 @@ async def roster(session: AsyncSession, class_id: int, participant_id: int | Non
         .where(Participant.class_id == class_id)
         .order_by(Participant.joined_at, Participant.id)
     )
-    answers = select(Answer.participant_id, Answer.question, Answer.choice, Answer.correct)
+    answers = select(
+        Answer.participant_id,
+        Answer.question,
+        Answer.round,
+        Answer.choice,
+        Answer.correct,
+        Answer.confidence,
+    )
     if participant_id is None:
         answers = answers.where(Answer.class_id == class_id)
     else:
@@ -388,7 +420,9 @@ async def export_rows(session: AsyncSession, class_id: int) -> Sequence[tuple[st
         select(Participant.nickname, Answer)
         .join(Answer, Answer.participant_id == Participant.id)
         .where(Answer.class_id == class_id)
-        .order_by(Participant.joined_at, Participant.id, Answer.answered_at, Answer.id)
+        .order_by(
+            Participant.joined_at, Participant.id, Answer.answered_at, Answer.round, Answer.id
+        )
     )
     return [(nickname, answer) for nickname, answer in rows]
 

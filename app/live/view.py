@@ -7,6 +7,7 @@ reach the host's view alone (the projector's view has no field that could hold o
 import io
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 
 import segno
@@ -14,7 +15,7 @@ from markupsafe import Markup
 
 from app.lab.view import LabView
 from app.lesson.render import RenderedQuestion
-from app.live.service import ClassState, Snapshot, Student
+from app.live.service import ClassState, Snapshot, Student, Vote
 
 
 def plural(count: int, one: str) -> str:
@@ -42,15 +43,48 @@ def qr_svg(url: str) -> Markup:
     return Markup(buffer.getvalue().decode())
 
 
+def percent(part: int, whole: int) -> int:
+    """``part`` of ``whole`` in whole percent (0 of nothing)."""
+    return round(100 * part / whole) if whole else 0
+
+
+def _width(part: int, whole: int) -> str:
+    """An SVG width on a track of 100: ``part`` of ``whole``, unrounded to the eye."""
+    return f"{100 * part / whole:.2f}" if whole else "0"
+
+
 @dataclass(frozen=True, slots=True)
 class Bar:
-    """One choice of the distribution: its count, share of the answers and width in percent."""
+    """One choice of the distribution: its count, share of the answers and width in percent,
+    and how many of its answers were said sure or unsure (the instructor's split)."""
 
     number: int
     html: Markup
     count: int
     percent: int
     correct: bool
+    sure: int = 0
+    unsure: int = 0
+    answered: int = 0  # every answer of the vote: the track's whole
+
+    @property
+    def split(self) -> tuple[tuple[str, str, str], ...]:
+        """The bar's segments on its track: (class, x, width) for sure, unsure, unsaid."""
+        unsaid = self.count - self.sure - self.unsure
+        x, segments = 0, []
+        for name, part in (("sure", self.sure), ("unsure", self.unsure), ("unsaid", unsaid)):
+            segments.append((name, _width(x, self.answered), _width(part, self.answered)))
+            x += part
+        return tuple(segments)
+
+    @property
+    def confidence(self) -> str:
+        """The split in words ("" when no one said)."""
+        if not (self.sure or self.unsure):
+            return ""
+        unsaid = self.count - self.sure - self.unsure
+        parts = [f"{self.sure} sure", f"{self.unsure} guessing"]
+        return ", ".join(parts + ([f"{unsaid} did not say"] if unsaid else []))
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +93,13 @@ class Distribution:
     answered: int
     joined: int
     bars: tuple[Bar, ...]
+    round: int = 1
+    rounds: int = 1
+
+    @property
+    def vote(self) -> str:
+        """Which vote this is, for a question asked for two ("" for one)."""
+        return f"Vote {self.round} of {self.rounds}" if self.rounds > 1 else ""
 
     @property
     def summary(self) -> str:
@@ -75,28 +116,156 @@ class Distribution:
         return f"{self.answered} of {plural(self.joined, 'student')} answered."
 
 
-def distribution(snapshot: Snapshot) -> Distribution | None:
-    question = snapshot.question
-    if question is None:
-        return None
-    qid = question.question.id
-    counts = [0] * len(question.options_html)
-    for student in snapshot.students.values():
-        given = student.answers.get(qid)
-        if given is not None and 1 <= given[0] <= len(counts):
-            counts[given[0] - 1] += 1
+def tally(question: RenderedQuestion, votes: Iterable[Vote | None]) -> tuple[Bar, ...]:
+    """The bars of one vote on ``question``: each option's answers, sure and unsure."""
+    options = len(question.options_html)
+    counts, sure, unsure = [0] * options, [0] * options, [0] * options
+    for vote in votes:
+        if vote is None or not 1 <= vote.choice <= options:
+            continue
+        counts[vote.choice - 1] += 1
+        sure[vote.choice - 1] += vote.confidence == "sure"
+        unsure[vote.choice - 1] += vote.confidence == "unsure"
     answered = sum(counts)
-    bars = tuple(
+    return tuple(
         Bar(
             number=number,
             html=html,
             count=counts[number - 1],
-            percent=round(100 * counts[number - 1] / answered) if answered else 0,
+            percent=percent(counts[number - 1], answered),
             correct=number == question.question.answer_number,
+            sure=sure[number - 1],
+            unsure=unsure[number - 1],
+            answered=answered,
         )
         for number, html in question.choices
     )
-    return Distribution(question, answered, len(snapshot.students), bars)
+
+
+def distribution(snapshot: Snapshot) -> Distribution | None:
+    """The current question's bars in the vote open now (or the last one, once revealed)."""
+    question = snapshot.question
+    if question is None:
+        return None
+    qid = question.question.id
+    votes = [student.vote(qid, snapshot.round) for student in snapshot.students.values()]
+    bars = tally(question, votes)
+    answered = sum(bar.count for bar in bars)
+    return Distribution(
+        question, answered, len(snapshot.students), bars, snapshot.round, snapshot.rounds
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """How many answers of one vote were right."""
+
+    correct: int
+    answered: int
+
+    @property
+    def percent(self) -> int:
+        return percent(self.correct, self.answered)
+
+    @property
+    def words(self) -> str:
+        if not self.answered:
+            return "no answers"
+        return f"{self.correct} of {self.answered} right ({self.percent} %)"
+
+
+@dataclass(frozen=True, slots=True)
+class ShiftRow:
+    """One option in both votes: its answers in vote 1 and in vote 2."""
+
+    number: int
+    html: Markup
+    correct: bool
+    first: int
+    second: int
+    first_width: str
+    second_width: str
+
+
+@dataclass(frozen=True, slots=True)
+class Shift:
+    """Vote 1 against vote 2 on one question: per option, the share right before and after,
+    and how many students moved to the answer or away from it."""
+
+    rows: tuple[ShiftRow, ...]
+    before: Share
+    after: Share
+    both: int  # the students who answered both votes: those who could move
+    to_right: int  # of them, wrong in vote 1 and right in vote 2
+    to_wrong: int  # of them, right in vote 1 and wrong in vote 2
+
+    @property
+    def summary(self) -> str:
+        shares = f"Right: {self.before.words} in vote 1, {self.after.words} in vote 2."
+        if not self.both:
+            return f"{shares} No one answered both votes."
+        return (
+            f"{shares} Of {plural(self.both, 'student')} who answered both votes,"
+            f" {self.to_right} moved to the answer and {self.to_wrong} away from it."
+        )
+
+
+def shift(question: RenderedQuestion, students: Iterable[Student]) -> Shift:
+    """Vote 1 against vote 2 on ``question``."""
+    qid = question.question.id
+    pairs = [(student.vote(qid, 1), student.vote(qid, 2)) for student in students]
+    first = tally(question, [one for one, _ in pairs])
+    second = tally(question, [two for _, two in pairs])
+    widest = max([bar.count for bar in first + second] + [1])
+    rows = tuple(
+        ShiftRow(
+            a.number,
+            a.html,
+            a.correct,
+            a.count,
+            b.count,
+            _width(a.count, widest),
+            _width(b.count, widest),
+        )
+        for a, b in zip(first, second, strict=True)
+    )
+
+    def share(bars: tuple[Bar, ...]) -> Share:
+        return Share(sum(b.count for b in bars if b.correct), sum(b.count for b in bars))
+
+    both = [(one, two) for one, two in pairs if one is not None and two is not None]
+    to_right = sum(1 for one, two in both if two.correct and not one.correct)
+    to_wrong = sum(1 for one, two in both if one.correct and not two.correct)
+    return Shift(rows, share(first), share(second), len(both), to_right, to_wrong)
+
+
+def current_shift(snapshot: Snapshot) -> Shift | None:
+    """The current question's shift, once its vote 2 is open."""
+    if snapshot.question is None or snapshot.round < 2:
+        return None
+    return shift(snapshot.question, snapshot.students.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Timer:
+    """The discussion timer: when it ends (the page's script counts down to it)."""
+
+    ends: datetime
+
+    @property
+    def iso(self) -> str:
+        return self.ends.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    @property
+    def clock(self) -> str:
+        return self.ends.strftime("%H:%M:%S UTC")
+
+
+def timer(state: ClassState) -> Timer | None:
+    """The running discussion timer, if any (cleared by the re-vote, the reveal, a question)."""
+    if state.timer_ends_at is None or state.ended or state.phase == "revealed":
+        return None
+    return Timer(state.timer_ends_at)
 
 
 PHASE_WORDS = {
@@ -112,7 +281,9 @@ def status(snapshot: Snapshot) -> str:
         return "This class has ended: no one can join or answer."
     if snapshot.question is None:
         return "No question asked yet."
-    return f"Question {snapshot.question.question.number}: {PHASE_WORDS[snapshot.phase]}"
+    number = snapshot.question.question.number
+    vote = f", vote {snapshot.round} of 2" if snapshot.rounds == 2 else ""
+    return f"Question {number}{vote}: {PHASE_WORDS[snapshot.phase]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,16 +301,20 @@ def roster(snapshot: Snapshot, only: Iterable[int] | None = None) -> tuple[Roste
     rows = []
     chosen = snapshot.students.values() if only is None else [snapshot.students[w] for w in only]
     for student in chosen:
-        given = student.answers.get(qid) if qid else None
-        right = sum(1 for _, correct in student.answers.values() if correct)
+        first = student.vote(qid, 1) if qid else None
+        again = student.vote(qid, 2) if qid and snapshot.round == 2 else None
+        answer = f"option {first.choice}" if first else ""
+        if snapshot.round == 2:
+            answer = f"{answer or 'none'} → " + (f"option {again.choice}" if again else "none")
+        # Re-votes are kept out of the score (KlickerUZH): each question counts its vote 1.
+        scored = [vote for (_, round), vote in student.votes.items() if round == 1]
+        right = sum(1 for vote in scored if vote.correct)
         rows.append(
             RosterRow(
                 id=student.id,
                 nickname=student.nickname,
-                answer=f"option {given[0]}" if given else "",
-                correct_count=f"{right} of {len(student.answers)} correct"
-                if student.answers
-                else "no answers yet",
+                answer=answer,
+                correct_count=f"{right} of {len(scored)} correct" if scored else "no answers yet",
                 shared=bool(student.shared_query),
             )
         )
@@ -160,7 +335,8 @@ def shared_lab(view: LabView | None, query: str, lesson_path: str) -> SharedLab 
 
 @dataclass(frozen=True, slots=True)
 class StudentView:
-    """One student's page: the question with their answer, their verdict once revealed."""
+    """One student's page: the question with their answer in the vote open now (and their
+    first answer during a re-vote), their verdict once revealed, the discussion timer."""
 
     student: Student
     question: RenderedQuestion | None
@@ -169,17 +345,39 @@ class StudentView:
     revealed: bool
     correct: bool | None
     note: str
+    round: int = 1
+    rounds: int = 1
+    confidence: str = ""  # what they said of the answer shown ("" if nothing)
+    first: Vote | None = None  # their vote 1, shown during and after vote 2
+    timer: Timer | None = None
+
+    @property
+    def vote(self) -> str:
+        return f"Vote {self.round} of {self.rounds}" if self.rounds > 1 else ""
 
     @property
     def key(self) -> tuple[object, ...]:
         """What this page depends on: a stream sends it again only when this changes."""
         qid = self.question.question.id if self.question else None
-        return (qid, self.chosen, self.can_answer, self.revealed, self.note)
+        return (
+            qid,
+            self.chosen,
+            self.can_answer,
+            self.revealed,
+            self.note,
+            self.round,
+            self.rounds,
+            self.confidence,
+            self.first,
+            self.timer,
+        )
 
 
 def student_view(state: ClassState, student: Student) -> StudentView:
     question = state.question
-    given = student.answers.get(question.question.id) if question else None
+    qid = question.question.id if question else ""
+    given = student.vote(qid, state.round) if question else None
+    first = student.vote(qid, 1) if question and state.round == 2 else None
     revealed = question is not None and state.phase == "revealed"
     can_answer = question is not None and state.phase == "open" and not state.ended
     if state.ended:
@@ -187,19 +385,29 @@ def student_view(state: ClassState, student: Student) -> StudentView:
     elif question is None:
         note = "Waiting for the instructor's first question."
     elif revealed:
-        note = "" if given else "You did not answer this question."
+        note = "" if given else "You did not answer this vote."
     elif state.phase == "paused":
         note = "The instructor has paused answering."
     elif given:
-        note = f"Your answer: option {given[0]}. You may change it while answering is open."
+        note = f"Your answer: option {given.choice}. You may change it while answering is open."
+    elif state.round == 2:
+        # Their first answer is shown above the options (``first``).
+        note = "Vote 2: answer again, after talking it over."
+        if first is None:
+            note = "You did not answer vote 1. Answer vote 2, after talking it over."
     else:
         note = "Choose one answer."
     return StudentView(
         student=student,
         question=question,
-        chosen=given[0] if given else None,
+        chosen=given.choice if given else None,
         can_answer=can_answer,
         revealed=revealed,
-        correct=given[1] if (given and revealed) else None,
+        correct=given.correct if (given and revealed) else None,
         note=note,
+        round=state.round,
+        rounds=state.rounds,
+        confidence=given.confidence if given else "",
+        first=first,
+        timer=timer(state),
     )
