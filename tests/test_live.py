@@ -41,6 +41,16 @@ GRADIENT = "distributed-gradient-weighting"
 SHARD = "sharded-matmul-ownership"
 
 KEY = "test-live-key"
+# The export's columns, in order: round 1 or 2 (a re-vote), confidence sure, unsure or empty.
+EXPORT_HEADER = [
+    "nickname",
+    "question",
+    "choice",
+    "correct",
+    "answered_at",
+    "round",
+    "confidence",
+]
 
 
 def questions() -> list[Question]:
@@ -606,15 +616,7 @@ def test_export_has_one_row_per_student_per_answered_question(app_client: TestCl
     assert exported.headers["content-type"].startswith("text/csv")
     assert exported.content.startswith(codecs.BOM_UTF8)
     rows = list(csv.reader(io.StringIO(exported.content.decode("utf-8-sig"))))
-    assert rows[0] == [
-        "nickname",
-        "question",
-        "choice",
-        "correct",
-        "answered_at",
-        "round",
-        "confidence",
-    ]
+    assert rows[0] == EXPORT_HEADER
     body = rows[1:]
     assert len(body) == 3 * 2 + 1
     for nickname, question_id, choice, correct, answered_at, vote, sure in body:

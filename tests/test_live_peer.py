@@ -3,7 +3,6 @@ the discussion timer, the re-vote, confidence, the shift, the export's columns a
 after the class, each number derived here from the answers posted (exact fractions); and every
 step out of turn or bad field refused with its reason."""
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
@@ -20,8 +19,9 @@ from app.live.migrate import MIGRATIONS
 from app.live.service import TIMER_S
 from app.live.store import SQLITE_FILE
 from app.main import create_app
-from tests import test_live
+from tests import test_live, test_live_refusals
 from tests.test_live import (
+    EXPORT_HEADER,
     node,
     other_browser,
     questions,
@@ -36,12 +36,7 @@ from tests.test_live_refusals import HTMX, exported, rows
 data_dir = test_live.data_dir
 backend = test_live.backend
 app_client = test_live.app_client
-
-
-@pytest.fixture
-def sqlite_client(data_dir: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(data_dir))) as client:
-        yield client
+sqlite_client = test_live_refusals.sqlite_client  # SQLite alone, where storage is not tested
 
 
 @dataclass(frozen=True)
@@ -190,15 +185,7 @@ def test_two_votes_with_a_timer_confidence_and_a_shift(app_client: TestClient) -
 
     # The export: one row per student per vote, with its round and confidence.
     table = exported(app_client, code)
-    assert table[0] == [
-        "nickname",
-        "question",
-        "choice",
-        "correct",
-        "answered_at",
-        "round",
-        "confidence",
-    ]
+    assert table[0] == EXPORT_HEADER
     got = sorted((r[0], r[5], r[2], r[6], r[3]) for r in table[1:])
     assert got == sorted(
         (

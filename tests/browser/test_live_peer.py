@@ -146,7 +146,9 @@ def test_two_votes_with_a_timer_confidence_and_the_shift(
         )
         report.screenshot(path=str(artifacts / f"peer-report-{name}.png"), full_page=True)
         assert serious(report) == []
-    report.emulate_media(media="print")
+    report.emulate_media(color_scheme="dark")
+    assert serious(report) == []
+    report.emulate_media(media="print", color_scheme="light")
     report.screenshot(path=str(artifacts / "peer-report-print.png"), full_page=True)
     assert console.errors == []
     assert screen_console.errors == []
