@@ -3,6 +3,7 @@ the discussion timer, the re-vote, confidence, the shift, the export's columns a
 after the class, each number derived here from the answers posted (exact fractions); and every
 step out of turn or bad field refused with its reason."""
 
+import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
@@ -13,8 +14,10 @@ from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, text
+from sqlalchemy import Connection, text
+from sqlalchemy.ext.asyncio import create_async_engine
 
+from app.live.database import engine_url
 from app.live.migrate import MIGRATIONS
 from app.live.service import TIMER_S
 from app.live.store import SQLITE_FILE
@@ -411,40 +414,57 @@ def test_a_question_asked_again_starts_its_re_vote_empty(sqlite_client: TestClie
     assert rows(sqlite_client, "SELECT round, choice FROM live_answers") == [(2, 3)]
 
 
-def test_a_database_from_before_keeps_its_answers_as_vote_1(data_dir: Path) -> None:
-    # A server upgraded in the middle of a term: its classes' answers become vote-1 answers.
+def _at_0001_with_an_answer(connection: Connection) -> None:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    command.upgrade(config, "0001")
+    connection.execute(
+        text(
+            "INSERT INTO live_classes (code, lesson, host_token, created_at, phase,"
+            " show_live, lab_query, screen_query, version, question)"
+            " VALUES ('ABCDEF', 'x', 't', CURRENT_TIMESTAMP, 'open', false, '', '', 1, :q)"
+        ),
+        {"q": FIRST.id},
+    )
+    connection.execute(
+        text(
+            "INSERT INTO live_participants (class_id, nickname, nickname_key, token,"
+            " joined_at, shared_query) VALUES (1, 'Ada', 'ada', 'tok', CURRENT_TIMESTAMP, '')"
+        )
+    )
+    connection.execute(
+        text(
+            "INSERT INTO live_answers (class_id, participant_id, question, choice, correct,"
+            " answered_at) VALUES (1, 1, :q, 2, true, CURRENT_TIMESTAMP)"
+        ),
+        {"q": FIRST.id},
+    )
+
+
+async def _make_old_database(url: str) -> None:
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(_at_0001_with_an_answer)
+    finally:
+        await engine.dispose()
+
+
+def test_a_database_from_before_keeps_its_answers_as_vote_1(
+    data_dir: Path, backend: dict[str, str]
+) -> None:
+    # A server upgraded in the middle of a term, on either database: its classes' students and
+    # answers stay (the answers become vote-1 answers), through every revision since the first.
     data_dir.mkdir(parents=True)
-    engine = create_engine(f"sqlite:///{data_dir / SQLITE_FILE}")
-    with engine.begin() as connection:
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0001")
-        connection.execute(
-            text(
-                "INSERT INTO live_classes (code, lesson, host_token, created_at, phase,"
-                " show_live, lab_query, screen_query, version, question)"
-                " VALUES ('ABCDEF', 'x', 't', CURRENT_TIMESTAMP, 'open', 0, '', '', 1, :q)"
-            ),
-            {"q": FIRST.id},
-        )
-        connection.execute(
-            text(
-                "INSERT INTO live_participants (class_id, nickname, nickname_key, token,"
-                " joined_at, shared_query) VALUES (1, 'Ada', 'ada', 'tok', CURRENT_TIMESTAMP, '')"
-            )
-        )
-        connection.execute(
-            text(
-                "INSERT INTO live_answers (class_id, participant_id, question, choice, correct,"
-                " answered_at) VALUES (1, 1, :q, 2, 1, CURRENT_TIMESTAMP)"
-            ),
-            {"q": FIRST.id},
-        )
-    engine.dispose()
-    with TestClient(create_app(settings_for(data_dir))) as client:
+    url = engine_url(backend.get("database_url", ""), data_dir / SQLITE_FILE)
+    asyncio.run(_make_old_database(url))
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with TestClient(create_app(settings_for(data_dir, **backend))) as client:
         head = ScriptDirectory.from_config(config).get_current_head()
         assert rows(client, "SELECT version_num FROM alembic_version") == [(head,)]
+        assert rows(client, "SELECT nickname FROM live_participants") == [("Ada",)]
         assert rows(client, "SELECT round, confidence, choice FROM live_answers") == [(1, None, 2)]
         assert rows(client, "SELECT rounds, round, timer_ends_at FROM live_classes") == [
             (1, 1, None)
