@@ -74,10 +74,10 @@ async def check_password(request: Request, typed: str) -> None:
         )
     which = "the one the server printed at start (its log), or ATLAS_INSTRUCTOR_PASSWORD if set"
     if not typed:
-        raise InvalidError(f"Type the instructor password: {which}.", "password")
+        raise InvalidError(f"The field “password” is empty: type {which}.", "password")
     password = request.app.state.settings.instructor_password
     if hmac.compare_digest(typed.encode(), password.encode()):
         return
     guesses.wrong(who)
     await asyncio.sleep(PAUSE_S)
-    raise InvalidError(f"That is not the instructor password: {which}.", "password")
+    raise InvalidError(f"The “password” typed is not the instructor password: {which}.", "password")
