@@ -1,13 +1,14 @@
 """Who may start a class: the instructor password, and a limit on guessing it.
 
 A device that gave the password is remembered by its instructor cookie (app/live/access.py) and
-is not asked again. A wrong password is answered after a pause, and an address that sent
-``FREE_GUESSES`` wrong ones within ``WINDOW_S`` is refused (429) until the oldest of them is that
-old: guessing a password costs minutes a handful, per worker. The count is in this worker's
-memory: a restart forgets it, and each worker (or replica) counts its own.
+is not asked again. An address that sent ``FREE_GUESSES`` wrong passwords within ``WINDOW_S`` is
+refused (429), right password or not, until the oldest of them is that old: a handful of guesses
+per ten minutes, per worker. (No pause before answering a wrong one: the request holds its
+database session, on SQLite this worker's turn to write, and students' answers would wait.)
+The count is in this worker's memory: a restart forgets it, and each worker (or replica) counts
+its own.
 """
 
-import asyncio
 import hmac
 import math
 import time
@@ -19,7 +20,6 @@ from app.live.service import InvalidError, LimitReachedError
 
 FREE_GUESSES = 5
 WINDOW_S = 600.0
-PAUSE_S = 1.0
 # Addresses remembered at most; past it the ones whose guesses are all old are forgotten first.
 KEPT_ADDRESSES = 10_000
 
@@ -57,13 +57,13 @@ def _address(request: Request) -> str:
     return request.client.host if request.client else ""
 
 
-async def check_password(request: Request, typed: str) -> None:
-    """Pass if ``typed`` is the instructor password; else refuse naming the field ``password``
-    (after the pause), or refuse at once an address that guessed too often."""
+def check_password(request: Request, typed: str) -> None:
+    """Pass if ``typed`` is the instructor password; else refuse naming the field ``password``,
+    or refuse an address that guessed wrong too often."""
     guesses: Guesses = request.app.state.password_guesses
     who = _address(request)
-    # No await before the guess is counted: concurrent guesses of one address are counted one
-    # by one, never all let through together.
+    # Nothing awaited from the check to the count: guesses sent at once are counted one by
+    # one, never let through together.
     wait = guesses.wait_s(who)
     if wait > 0:
         minutes = math.ceil(wait / 60)
@@ -79,5 +79,4 @@ async def check_password(request: Request, typed: str) -> None:
     if hmac.compare_digest(typed.encode(), password.encode()):
         return
     guesses.wrong(who)
-    await asyncio.sleep(PAUSE_S)
     raise InvalidError(f"The “password” typed is not the instructor password: {which}.", "password")

@@ -207,7 +207,7 @@ async def class_create(
     remembered = access.is_instructor(request)
     try:
         if not remembered:
-            await check_password(request, form.password)
+            check_password(request, form.password)
         slug = form.lesson or service.course.lessons[0].slug
         live = await service.create(session, slug)
     except RefusalError as error:
