@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -130,8 +130,14 @@ def _see(request: Request, name: str, **params: str) -> Response:
 
 
 class NewClassForm(BaseModel):
+    # Required by the schema, as a client must send it; a device remembered as the
+    # instructor's (its cookie) may leave it out.
+    model_config = ConfigDict(json_schema_extra={"required": ["password"]})
+
     lesson: str = ""
-    password: str = ""
+    password: str = Field(
+        "", description="The instructor password (not asked of a device that gave it before)."
+    )
 
 
 class KeyForm(BaseModel):

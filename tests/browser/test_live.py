@@ -235,6 +235,12 @@ def test_the_class_pages_have_no_serious_accessibility_problems(
     assert serious(host) == []
     host.goto(f"{classroom.url}/class/{code}/screen")
     assert serious(host) == []
+    host.goto(f"{classroom.url}/class/{code}/key")  # the projector and co-host links' page
+    assert serious(host) == []
+    host.fill("#key", "not-a-key")
+    host.get_by_role("button", name="Open").click()  # its refusal, beside the field
+    expect(host.locator("#key-error")).to_be_visible()
+    assert serious(host) == []
     join_page = isolated(viewport=PHONE, color_scheme=scheme)
     join_page.goto(f"{classroom.url}/join")
     assert serious(join_page) == []
