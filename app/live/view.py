@@ -119,7 +119,7 @@ class RosterRow:
     id: int
     nickname: str
     answer: str  # the current question's choice, "" when none
-    correct_count: str
+    correct_count: str  # right of answered so far ("2 of 3"), or "none yet"
     shared: bool
 
 
@@ -130,9 +130,7 @@ def _row(student: Student, qid: str | None) -> RosterRow:
         id=student.id,
         nickname=student.nickname,
         answer=f"option {given[0]}" if given else "",
-        correct_count=f"{right} of {len(student.answers)} correct"
-        if student.answers
-        else "no answers yet",
+        correct_count=f"{right} of {len(student.answers)}" if student.answers else "none yet",
         shared=bool(student.shared_query),
     )
 
