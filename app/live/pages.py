@@ -61,6 +61,7 @@ def host_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
 # sends them all when a page (re)connects, then each one again only when it changed.
 HOST_PARTS = {
     "host-now": "live/_host_now.html",
+    "host-counts": "live/_host_counts.html",
     "host-roster": "live/_host_roster.html",
     "host-labs": "live/_host_labs.html",
 }
