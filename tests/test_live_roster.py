@@ -37,6 +37,14 @@ def join_many(host: TestClient, code: str, count: int) -> list[TestClient]:
     return students
 
 
+def asked(host: TestClient, count: int) -> tuple[str, list[TestClient]]:
+    """A class of ``count`` students (see join_many), its first question asked."""
+    code = start_class(host)
+    students = join_many(host, code, count)
+    host.post(f"/class/{code}/ask", data={"question": questions()[0].id})
+    return code, students
+
+
 def answer(pupil: TestClient, code: str, choice: int = 1) -> None:
     sent = pupil.post(
         f"/class/{code}/answer", data={"question": questions()[0].id, "choice": choice}
@@ -58,9 +66,7 @@ def counts(html: str) -> dict[str, int]:
 def test_the_dashboard_counts_the_class_and_lists_those_who_need_attention_first(
     client: TestClient,
 ) -> None:
-    code = start_class(client)
-    students = join_many(client, code, 15)
-    client.post(f"/class/{code}/ask", data={"question": questions()[0].id})
+    code, students = asked(client, 15)
     for pupil in students[10:]:  # the newest five
         answer(pupil, code)
     state = {"counts": "2,6", "means": "1,3", "eta": "0.1", "w": "10"}
@@ -82,9 +88,7 @@ def test_the_dashboard_counts_the_class_and_lists_those_who_need_attention_first
 def test_the_roster_page_lists_everyone_page_by_page_and_as_filtered(
     client: TestClient,
 ) -> None:
-    code = start_class(client)
-    students = join_many(client, code, ROSTER_PAGE + 5)
-    client.post(f"/class/{code}/ask", data={"question": questions()[0].id})
+    code, students = asked(client, ROSTER_PAGE + 5)
     for pupil in students[:3]:
         answer(pupil, code)
     first = client.get(f"/class/{code}/students")
@@ -120,9 +124,7 @@ def test_the_roster_page_lists_everyone_page_by_page_and_as_filtered(
 def test_an_answer_from_a_student_not_listed_is_counted_without_a_row(
     client: TestClient,
 ) -> None:
-    code = start_class(client)
-    students = join_many(client, code, ATTENTION_ROWS + 2)
-    client.post(f"/class/{code}/ask", data={"question": questions()[0].id})
+    code, students = asked(client, ATTENTION_ROWS + 2)
     quiet_other_workers(client)
     newest = f"S{ATTENTION_ROWS + 1:03}"
 
