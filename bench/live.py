@@ -5,8 +5,9 @@ reads the current state; the instructor asks a question, and each student's cloc
 their stream shows it; then every student answers at once. Goals: joining all takes ≤ 10 s,
 the question reaches them with p99 ≤ 1 s, every answer is stored and counted (none lost, no
 error) and acknowledged with p99 ≤ 1 s from its sending (≤ 2 s on replicas), each dashboard
-event while the answers arrive is ≤ 10 KB per answer it carries (the rows that changed and
-the counts, not the roster; events coalesce what arrives within 0.1 s),
+event while the answers arrive is ≤ 10 KB per answer it adds to the count (the counts, the bars
+and the dozen students the dashboard lists, never the roster; events coalesce what arrives within
+0.1 s),
 and the server holds each connected student in ≤ 300 KB (its RSS with every stream open, less
 its RSS before they opened, per student).
 
@@ -14,7 +15,8 @@ With ``--replicas 2`` the class runs on two replicas sharing a private PostgreSQ
 (bench/_stores.py): students join, listen and answer through either replica in turn, and the
 instructor's dashboard is held on the last one; an answer given through another replica must
 reach it with p99 ≤ 1 s, counted from the answer's acknowledgement to the first dashboard event
-whose rows show it (and from its sending, beside it).
+whose count of answers includes it (the k-th acknowledged answer: when the count first reaches k;
+and from its sending, beside it).
 
     python -m bench.live [--students 500] [--workers 1] [--replicas 1]
 """
@@ -53,8 +55,8 @@ RSS_GOAL_BYTES = 300 * 1024
 JOINING_AT_ONCE = 50  # a class arriving: many at once, not all in one millisecond
 
 
-# A roster row of the dashboard: the nickname, then the student's answer to the question ("—").
-ROSTER_ROW = re.compile(r'class="live-nickname">(s\d+)</th>\s*<td>([^<]*)</td>')
+# The dashboard's count of answers (a hall's dashboard shows counts and bars, not every row).
+ANSWER_COUNT = re.compile(r'id="answer-count" class="live-number">(\d+)<')
 
 
 @dataclass
@@ -227,25 +229,28 @@ async def run_class(servers: Sequence[Server], students: int, workers: int) -> F
     assert asked.status == 303, asked.status
     await asyncio.wait_for(asyncio.gather(*listeners), 60)
 
-    # The instructor's dashboard, on the last replica: when each student's answer shows there.
-    shown: dict[str, float] = {}
+    # The instructor's dashboard, on the last replica: when its count of answers reaches each
+    # number (a hall's dashboard counts the answers; it lists a dozen students, not each row).
+    reached: dict[int, float] = {}  # a count of answers → when the dashboard first showed it
     dashboard_open = asyncio.Event()
     sizes: list[int] = []  # of each event after the first (the whole state)
-    per_answer: list[float] = []  # an event's bytes over the answers (rows) it carries
+    per_answer: list[float] = []  # an event's bytes over the answers it adds to the count
 
     async def watch() -> None:
         path = f"/class/{code}/events?view=host"
+        counted = 0
         async for event in stream_events(ports[-1], path, host):
+            now = time.monotonic()
+            found = ANSWER_COUNT.search(event.data)
+            count = int(found.group(1)) if found else counted
             if dashboard_open.is_set():
                 sizes.append(len(event.data.encode()))
-                rows = len(ROSTER_ROW.findall(event.data))
-                per_answer.append(sizes[-1] / max(rows, 1))
+                per_answer.append(sizes[-1] / max(count - counted, 1))
             dashboard_open.set()
-            now = time.monotonic()
-            for nickname, cell in ROSTER_ROW.findall(event.data):
-                if cell.strip() not in ("", "—"):
-                    shown.setdefault(nickname, now)
-            if len(shown) == students:
+            for k in range(counted + 1, count + 1):
+                reached.setdefault(k, now)
+            counted = max(counted, count)
+            if counted == students:
                 return
 
     watcher = asyncio.create_task(watch())
@@ -272,10 +277,18 @@ async def run_class(servers: Sequence[Server], students: int, workers: int) -> F
     statuses = Counter(await asyncio.gather(*(answer(n) for n in range(students))))
     with contextlib.suppress(TimeoutError):  # counted below: answers it never showed
         await asyncio.wait_for(watcher, 30)
-    # Answers given through another replica than the dashboard's (all of them on one server).
-    elsewhere = [f"s{n}" for n in range(students) if len(ports) == 1 or port_of(n) != ports[-1]]
-    arrived_from_ack = [shown[s] - acknowledged_at[s] for s in elsewhere if s in shown]
-    arrived_from_send = [shown[s] - sent_at[s] for s in elsewhere if s in shown]
+    # The k-th answer acknowledged shows when the dashboard's count first reaches k (answers
+    # are counted, not named: the k-th acknowledgement is the first moment k answers are stored,
+    # so the count may reach k through another answer, never before one is stored). Answers
+    # given through another replica than the dashboard's (all of them on one server).
+    acked = sorted((at, s) for s, at in acknowledged_at.items())
+    elsewhere = {f"s{n}" for n in range(students) if len(ports) == 1 or port_of(n) != ports[-1]}
+    arrived_from_ack = []
+    arrived_from_send = []
+    for k, (at, s) in enumerate(acked, start=1):
+        if s in elsewhere and k in reached:
+            arrived_from_ack.append(reached[k] - at)
+            arrived_from_send.append(reached[k] - sent_at[s])
     exported = await request(port, "GET", f"/class/{code}/export.csv", host)
     stored = len(list(csv.reader(io.StringIO(exported.body.decode())))) - 1
     page = (await request(port, "GET", f"/class/{code}/host", host)).body.decode()

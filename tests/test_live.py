@@ -215,7 +215,7 @@ def test_in_a_course_the_class_follows_the_lesson_chosen(tmp_path: Path) -> None
         shard_question = course.lesson(SHARD).rendered.questions[0]
         asked = host.post(f"/class/{shard_code}/ask", data={"question": shard_question.question.id})
         assert asked.status_code == 200
-        prompt = words(node(asked.text, "#host-live h3"))
+        prompt = words(node(asked.text, "#current-question"))
         assert " ".join(shard_question.prompt_html.striptags().split()) in prompt
         # That lesson has no gradient lab: no lab state to share.
         assert soup(asked.text).select_one("#lab-counts") is None

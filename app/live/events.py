@@ -18,8 +18,9 @@ from starlette.requests import Request
 from app.live.database import backoff, unreachable
 from app.live.notify import Signal
 from app.live.pages import (
+    digest,
     host_changes,
-    host_whole,
+    host_parts,
     render,
     screen_context,
     student_context,
@@ -233,17 +234,21 @@ def _stream(
 
 
 def host_stream(request: Request, turn: Turn, class_id: int, shown: str) -> EventSourceResponse:
-    """The dashboard: the whole live part first (unless the page shows it: ``shown``, its
-    digest), then the parts that changed (the counts and bars, the shared labs, each student's
-    row that changed)."""
+    """The dashboard: its live parts whole first (unless the page shows them: ``shown``, their
+    digest), then each part again only when it changed (the counts and bars, the students who
+    need attention, the shared labs): a class of 2,000 sends a dozen rows at most, never its
+    roster."""
+    sent: dict[str, str] = {}  # what the page shows now, by part
 
     def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent]:
+        nonlocal sent
+        parts = host_parts(request, snapshot)
         if last is None:
-            html = host_whole(request, snapshot, shown)
-        else:
-            html = host_changes(request, snapshot, last)
-        if html:
-            yield ServerSentEvent(data=html, event="host")
+            sent = parts if shown and digest(parts) == shown else {}
+        changed = {part: html for part, html in parts.items() if sent.get(part) != html}
+        sent = parts
+        if changed:
+            yield ServerSentEvent(data=host_changes(request, changed), event="host")
 
     return _stream(request, turn, class_id, "host", made)
 

@@ -11,10 +11,10 @@ from starlette.responses import HTMLResponse, Response
 from app.live.access import screen_token
 from app.live.service import ClassState, LiveService, Snapshot, Student, shared_lab_view
 from app.live.view import (
+    attention,
     current_shift,
     distribution,
     qr_svg,
-    roster,
     shared_lab,
     status,
     student_view,
@@ -49,24 +49,37 @@ def join_url(request: Request, code: str) -> str:
     return f"{origin(request)}{route_path(request, 'join_code', code=code)}"
 
 
-def now_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
-    """The dashboard's counts, bars and shared labs (live/_host_now.html)."""
+def host_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
+    """What the dashboard's live parts show: the counts, the current question and its bars, the
+    students who need attention first, the shared labs."""
     path = lesson_path(request, snapshot)
     return {
         "request": request,
         "snapshot": snapshot,
+        "code": snapshot.code,
         "status": status(snapshot),
         "distribution": distribution(snapshot),
         "shift": current_shift(snapshot),
         "timer": timer(snapshot),
+        "attention": attention(snapshot),
         "lab": shared_lab(snapshot.lab, snapshot.lab_query, path),
         "projected": shared_lab(snapshot.projected, snapshot.screen_query, path),
     }
 
 
-def host_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
-    """The dashboard's live part: the above and every student's row."""
-    return {**now_context(request, snapshot), "roster": roster(snapshot)}
+# The dashboard's live parts, each the content of the element of this id on the page: the stream
+# sends them all when a page (re)connects, then each one again only when it changed.
+HOST_PARTS = {
+    "host-now": "live/_host_now.html",
+    "host-counts": "live/_host_counts.html",
+    "host-roster": "live/_host_roster.html",
+    "host-labs": "live/_host_labs.html",
+}
+
+
+def host_parts(request: Request, snapshot: Snapshot) -> dict[str, str]:
+    context = host_context(request, snapshot)
+    return {part: render(name, context) for part, name in HOST_PARTS.items()}
 
 
 def screen_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
@@ -77,11 +90,15 @@ def screen_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
     revealed = snapshot.phase == "revealed"
     first_of_two = snapshot.rounds == 2 and snapshot.round == 1
     live = snapshot.show_live and not first_of_two
+    url = join_url(request, snapshot.code)
     return {
         "request": request,
         "code": snapshot.code,
         "status": status(snapshot),
         "ended": snapshot.ended,
+        "joining": not snapshot.ended and not snapshot.joining_locked,
+        "join_url": url,
+        "qr": qr_svg(url),
         "question": snapshot.question,
         "distribution": shown if (revealed or live) else None,
         "vote": shown.vote if shown else "",
@@ -120,23 +137,24 @@ def page(request: Request, name: str, context: dict[str, Any], status_code: int 
     return response
 
 
-def digest(html: str) -> str:
-    """Which live part a page shows: its stream sends it whole only when it differs."""
-    return hashlib.sha256(html.encode()).hexdigest()[:16]
+def digest(parts: dict[str, str]) -> str:
+    """Which live parts a page shows: its stream sends them whole only when they differ."""
+    whole = "\0".join(f"{part}\0{html}" for part, html in parts.items())
+    return hashlib.sha256(whole.encode()).hexdigest()[:16]
 
 
 def host_page(request: Request, snapshot: Snapshot, **extra: Any) -> dict[str, Any]:
-    """The dashboard's whole context: the live part (rendered, and its digest for the stream),
-    the controls and the links."""
-    context = host_context(request, snapshot)
-    live_html = render("live/_host_live.html", context)
+    """The dashboard's whole context: the live parts (rendered, and their digest for the
+    stream), the controls and the links."""
+    parts = host_parts(request, snapshot)
+    url = join_url(request, snapshot.code)
     key_url = f"{origin(request)}{route_path(request, 'class_key', code=snapshot.code)}"
     return {
-        **context,
-        "live_html": Markup(live_html),
-        "shown": digest(live_html),
-        "join_url": join_url(request, snapshot.code),
-        "qr": qr_svg(join_url(request, snapshot.code)),
+        **host_context(request, snapshot),
+        "parts": {part: Markup(html) for part, html in parts.items()},
+        "shown": digest(parts),
+        "join_url": url,
+        "qr": qr_svg(url),
         # The keys after "#": a browser never sends them (app/live/routes.py, class_key).
         "cohost_url": f"{key_url}#{snapshot.host_token}",
         "screen_url": f"{key_url}#{screen_token(snapshot.host_token)}",
@@ -145,44 +163,9 @@ def host_page(request: Request, snapshot: Snapshot, **extra: Any) -> dict[str, A
     }
 
 
-# ---- the dashboard's stream: the whole live part once, then what changed ------------------
-
-
-def host_whole(request: Request, snapshot: Snapshot, shown: str = "") -> str:
-    """The dashboard's whole live part, to replace what a (re)connecting page shows; "" when
-    that page shows it already (``shown``, its digest: a page just loaded is not sent its
-    2,000 rows a second time)."""
-    html = render("live/_host_live.html", host_context(request, snapshot))
-    if shown and digest(html) == shown:
+def host_changes(request: Request, parts: dict[str, str]) -> str:
+    """The dashboard's parts that changed as htmx's out-of-band swaps ("" for none)."""
+    if not parts:
         return ""
-    return render("live/_host_whole.html", {"request": request, "live_html": Markup(html)})
-
-
-def _asked(snapshot: Snapshot) -> tuple[str | None, int]:
-    """The question asked and its vote open: each row shows its answer in that vote."""
-    return (snapshot.question.question.id if snapshot.question else None, snapshot.round)
-
-
-def host_changes(request: Request, snapshot: Snapshot, last: Snapshot) -> str:
-    """What changed on the dashboard since ``last`` ("": nothing): the counts, bars and shared
-    labs when they changed, and the rows of the students who joined, answered, shared or left.
-    A row shows the current question's answer, so a new question (or its vote 2) sends the whole
-    part, as does the first student (the roster's table replaces "No one has joined yet")."""
-    if _asked(snapshot) != _asked(last) or bool(snapshot.students) != bool(last.students):
-        return host_whole(request, snapshot)
-    now_html = render("live/_host_now.html", now_context(request, snapshot))
-    if now_html == render("live/_host_now.html", now_context(request, last)):
-        now_html = ""
-    now, before = snapshot.students, last.students
-    rows = roster(snapshot, [who for who, student in now.items() if before.get(who) != student])
-    if not (now_html or rows or len(before) > len(now) or before.keys() - now.keys()):
-        return ""
-    context = {
-        "request": request,
-        "code": snapshot.code,
-        "now_html": Markup(now_html),
-        "changed": [row for row in rows if row.id in before],
-        "joined": [row for row in rows if row.id not in before],
-        "left": [who for who in before if who not in now],
-    }
+    context = {"request": request, "parts": {part: Markup(html) for part, html in parts.items()}}
     return render("live/_host_changes.html", context)

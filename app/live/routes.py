@@ -10,7 +10,7 @@ import hmac
 from collections.abc import Awaitable
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,7 +38,7 @@ from app.live.events import host_stream, screen_stream, student_stream
 from app.live.export import csv_response
 from app.live.guesses import TooManyGuessesError
 from app.live.instructor import check_password
-from app.live.pages import NO_STORE, host_page, join_url, page, screen_context, student_context
+from app.live.pages import NO_STORE, host_page, page, screen_context, student_context
 from app.live.report import class_report as class_report_view
 from app.live.service import (
     BusyError,
@@ -51,7 +51,7 @@ from app.live.service import (
     Student,
 )
 from app.live.store import LiveClass
-from app.live.view import qr_svg
+from app.live.view import FILTERS, roster_page
 from app.web.errors import error_response
 from app.web.limits import BODY_RESPONSES
 from app.web.templating import route_path
@@ -505,9 +505,28 @@ async def class_screen(
     snapshot = await service.snapshot(session, live.id)
     if snapshot is None:
         raise NotFoundError("This class has just been deleted.")
-    url = join_url(request, snapshot.code)
-    context = {**screen_context(request, snapshot), "join_url": url, "qr": qr_svg(url)}
-    return page(request, "live/screen.html", context)
+    return page(request, "live/screen.html", screen_context(request, snapshot))
+
+
+@router.get("/class/{code}/students", name="class_students", responses=REFUSALS)
+async def class_students(
+    request: Request,
+    live: Hosted,
+    session: Session,
+    service: Service,
+    show: str = "all",
+    number: Annotated[str, Query(alias="page")] = "1",
+) -> Response:
+    """Every student, a hundred a page (page, from 1), or only those a filter keeps (show: all,
+    waiting, answered, shared); 422 naming the field for a filter or page the class has not."""
+    snapshot = await service.snapshot(session, live.id)
+    if snapshot is None:
+        raise NotFoundError("This class has just been deleted.")
+    digits = number.strip()
+    wanted = int(digits) if digits.isascii() and digits.isdigit() and len(digits) < 9 else 0
+    roster = roster_page(snapshot, show, wanted)
+    context = {"code": snapshot.code, "roster": roster, "filters": FILTERS}
+    return page(request, "live/students.html", context)
 
 
 @router.get(

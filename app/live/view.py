@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from app.lab.view import LabView
 from app.lesson.render import RenderedQuestion
-from app.live.service import ClassState, Snapshot, Student, Vote
+from app.live.service import ClassState, InvalidError, Snapshot, Student, Vote
 
 
 def plural(count: int, one: str) -> str:
@@ -291,34 +291,186 @@ class RosterRow:
     id: int
     nickname: str
     answer: str  # the current question's choice, "" when none
-    correct_count: str
+    correct_count: str  # right of answered so far ("2 of 3"), or "none yet"
     shared: bool
 
 
-def roster(snapshot: Snapshot, only: Iterable[int] | None = None) -> tuple[RosterRow, ...]:
-    """Every student's row in the order they joined, or only these students' rows."""
-    qid = snapshot.question.question.id if snapshot.question else None
-    rows = []
-    chosen = snapshot.students.values() if only is None else [snapshot.students[w] for w in only]
-    for student in chosen:
-        first = student.vote(qid, 1) if qid else None
-        again = student.vote(qid, 2) if qid and snapshot.round == 2 else None
-        answer = f"option {first.choice}" if first else ""
-        if snapshot.round == 2:
-            answer = f"{answer or 'none'} → " + (f"option {again.choice}" if again else "none")
-        # Re-votes are kept out of the score (KlickerUZH): each question counts its vote 1.
-        scored = [vote for (_, round), vote in student.votes.items() if round == 1]
-        right = sum(1 for vote in scored if vote.correct)
-        rows.append(
-            RosterRow(
-                id=student.id,
-                nickname=student.nickname,
-                answer=answer,
-                correct_count=f"{right} of {len(scored)} correct" if scored else "no answers yet",
-                shared=bool(student.shared_query),
+def _row(student: Student, qid: str | None, round: int) -> RosterRow:
+    """A student's row: their answer in the vote open now (both votes once vote 2 is open) and
+    how many of their answers were right, re-votes kept out of the score (KlickerUZH): each
+    question counts its vote 1."""
+    first = student.vote(qid, 1) if qid else None
+    answer = f"option {first.choice}" if first else ""
+    if round == 2:
+        again = student.vote(qid, 2) if qid else None
+        answer = f"{answer or 'none'} → " + (f"option {again.choice}" if again else "none")
+    scored = [vote for (_, vote_round), vote in student.votes.items() if vote_round == 1]
+    right = sum(1 for vote in scored if vote.correct)
+    return RosterRow(
+        id=student.id,
+        nickname=student.nickname,
+        answer=answer,
+        correct_count=f"{right} of {len(scored)} correct" if scored else "no answers yet",
+        shared=bool(student.shared_query),
+    )
+
+
+def _question_id(snapshot: Snapshot) -> str | None:
+    return snapshot.question.question.id if snapshot.question else None
+
+
+# How many students' rows the dashboard shows: a lecture hall's 2,000 are counted there and
+# listed page by page on the roster's own page (ROSTER_PAGE rows a page).
+ATTENTION_ROWS = 12
+ROSTER_PAGE = 100
+
+# The roster page's filters: each one's name in the address, its words, and who it keeps.
+FILTERS = {
+    "all": "All students",
+    "waiting": "Not answered yet",
+    "answered": "Answered",
+    "shared": "Shared a lab state",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RosterCounts:
+    """The class counted as the roster's filters split it."""
+
+    joined: int
+    answered: int  # the current question
+    shared: int
+    asked: bool  # a question is asked (else no one is waiting for an answer)
+
+    @property
+    def waiting(self) -> int:
+        return self.joined - self.answered if self.asked else 0
+
+    def of(self, kind: str) -> int:
+        return {
+            "all": self.joined,
+            "waiting": self.waiting,
+            "answered": self.answered,
+            "shared": self.shared,
+        }[kind]
+
+    @property
+    def shown(self) -> tuple[tuple[str, int, str], ...]:
+        """The counts a page shows, each with its filter: (kind, number, words after it); who
+        answered or not only while a question is asked."""
+        kinds = ("all", "waiting", "answered", "shared") if self.asked else ("all", "shared")
+        words = {"all": "joined", "waiting": "not answered yet", "answered": "answered"}
+        return tuple((kind, self.of(kind), words.get(kind, "shared a lab state")) for kind in kinds)
+
+
+def _answered(student: Student, qid: str | None, round: int) -> bool:
+    """Whether the student answered the current question in the vote open now."""
+    return qid is not None and student.vote(qid, round) is not None
+
+
+def _kept(kind: str, student: Student, qid: str | None, round: int) -> bool:
+    if kind == "waiting":
+        return qid is not None and not _answered(student, qid, round)
+    if kind == "answered":
+        return _answered(student, qid, round)
+    if kind == "shared":
+        return bool(student.shared_query)
+    return True
+
+
+def roster_counts(snapshot: Snapshot) -> RosterCounts:
+    qid = _question_id(snapshot)
+    students = snapshot.students.values()
+    return RosterCounts(
+        joined=len(snapshot.students),
+        answered=sum(1 for s in students if _answered(s, qid, snapshot.round)),
+        shared=sum(1 for s in students if s.shared_query),
+        asked=qid is not None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Attention:
+    """The students the dashboard lists: at most ``ATTENTION_ROWS``, those who need the
+    instructor first (who shared a lab state, then who has not answered the current question,
+    then the others), newest first within each."""
+
+    counts: RosterCounts
+    rows: tuple[RosterRow, ...]
+
+    @property
+    def caption(self) -> str:
+        joined, shown = self.counts.joined, len(self.rows)
+        if not joined:
+            return "No one has joined yet."
+        if joined == 1:
+            return "The one student here."
+        first = [
+            words
+            for words, number in (
+                ("who shared a lab state", self.counts.shared),
+                ("who has not answered", self.counts.waiting),
             )
+            if number
+        ]
+        order = ": " + ", then ".join([*first, "the others"]) + ";" if first else ","
+        whom = f"All {joined} students" if shown == joined else f"{shown} of {joined} students"
+        return f"{whom}{order} newest first."
+
+
+def attention(snapshot: Snapshot, size: int = ATTENTION_ROWS) -> Attention:
+    qid = _question_id(snapshot)
+    newest_first = list(snapshot.students.values())[::-1]
+    ranked = sorted(
+        newest_first, key=lambda s: (not s.shared_query, _answered(s, qid, snapshot.round))
+    )  # stable: newest first within each rank
+    rows = tuple(_row(student, qid, snapshot.round) for student in ranked[:size])
+    return Attention(roster_counts(snapshot), rows)
+
+
+@dataclass(frozen=True, slots=True)
+class RosterPage:
+    """One page of the full roster, filtered: the students in the order they joined."""
+
+    counts: RosterCounts
+    kind: str  # one of FILTERS
+    number: int  # from 1
+    pages: int
+    rows: tuple[RosterRow, ...]
+    first: int  # the first row's place in the filtered list, from 1
+
+    @property
+    def caption(self) -> str:
+        total, joined = self.counts.of(self.kind), self.counts.joined
+        if not joined:
+            return "No one has joined yet."
+        if not total:
+            return f"None of the {plural(joined, 'student')}."
+        listed = f"{total} of {plural(joined, 'student')}, in the order they joined"
+        if self.pages == 1:
+            return f"{listed}."
+        last = self.first + len(self.rows) - 1
+        return f"{listed}: {self.first}-{last} on page {self.number} of {self.pages}."
+
+
+def roster_page(snapshot: Snapshot, kind: str, number: int) -> RosterPage:
+    """Page ``number`` of the students ``kind`` keeps; InvalidError naming the field when the
+    roster has no such filter or page."""
+    if kind not in FILTERS:
+        names = ", ".join(FILTERS)
+        raise InvalidError(f"The field “show” must be one of {names}.", "show")
+    qid = _question_id(snapshot)
+    kept = [s for s in snapshot.students.values() if _kept(kind, s, qid, snapshot.round)]
+    pages = max(1, -(-len(kept) // ROSTER_PAGE))
+    if not 1 <= number <= pages:
+        raise InvalidError(
+            f"The field “page” must be a page from 1 to {pages}: this list of the roster"
+            f" has {plural(pages, 'page')}.",
+            "page",
         )
-    return tuple(rows)
+    start = (number - 1) * ROSTER_PAGE
+    rows = tuple(_row(s, qid, snapshot.round) for s in kept[start : start + ROSTER_PAGE])
+    return RosterPage(roster_counts(snapshot), kind, number, pages, rows, start + 1)
 
 
 @dataclass(frozen=True, slots=True)
