@@ -364,7 +364,7 @@ def test_links_follow_atlas_public_url_not_the_host_header(
         screen = host.get(f"/class/{code}/screen", headers={"Host": "evil.example"}).text
     for page in pages:
         assert "evil.example" not in page
-        assert node(page, ".live-join a.bare-url")["href"] == f"{public}/join/{code}"
+        assert node(page, ".live-join-url a.bare-url")["href"] == f"{public}/join/{code}"
         for selector in ("#cohost-url", "#screen-url"):
             assert str(node(page, selector)["value"]).startswith(f"{public}/class/{code}/key#")
     assert "evil.example" not in screen
@@ -374,7 +374,7 @@ def test_links_follow_atlas_public_url_not_the_host_header(
 def test_without_atlas_public_url_links_follow_the_address_asked(app_client: TestClient) -> None:
     code = start_class(app_client)
     page = app_client.get(f"/class/{code}/host", headers={"Host": "lab.school.example"}).text
-    join = node(page, ".live-join a.bare-url")["href"]
+    join = node(page, ".live-join-url a.bare-url")["href"]
     assert join == f"http://lab.school.example/join/{code}"
 
 
@@ -494,7 +494,7 @@ def test_a_removed_student_and_their_answers_are_gone(app_client: TestClient) ->
     who = row.select_one("button[aria-label='Remove Rude']")["value"]  # type: ignore[index]
     assert app_client.post(f"/class/{code}/remove", data={"participant": who}).status_code == 200
     host = app_client.get(f"/class/{code}/host").text
-    assert "Rude" not in node(host, "#host-live").get_text()
+    assert "Rude" not in node(host, "#host-roster").get_text()
     assert words(node(host, "#removed-list")).startswith("Rude")  # kept out, until let back in
     assert node(host, "#answer-count").get_text() == "0"
     assert "Rude" not in app_client.get(f"/class/{code}/export.csv").text

@@ -112,14 +112,14 @@ def test_a_nickname_that_looks_like_one_in_the_class_is_a_conflict_naming_it(
     status, reason = newcomer(app_client, code, typed)
     assert status == 409
     assert "Alice" in reason
-    roster = soup(app_client.get(f"/class/{code}/host").text).select("#host-live .live-nickname")
+    roster = soup(app_client.get(f"/class/{code}/host").text).select("#host-roster .live-nickname")
     assert [tag.get_text() for tag in roster] == ["Alice"]
 
 
 def test_nicknames_are_stored_as_nfkc(app_client: TestClient) -> None:
     code = start_class(app_client)
     student(app_client, code, "\uff22\uff4f\uff42")  # full-width Bob
-    roster = soup(app_client.get(f"/class/{code}/host").text).select("#host-live .live-nickname")
+    roster = soup(app_client.get(f"/class/{code}/host").text).select("#host-roster .live-nickname")
     assert [tag.get_text() for tag in roster] == ["Bob"]
 
 
@@ -196,7 +196,7 @@ def test_a_removed_student_stays_out_until_readmitted(app_client: TestClient) ->
     )
     assert let_in.status_code == 303
     assert join(rude, code, "Rude")[0] == 303
-    assert node(app_client.get(f"/class/{code}/host").text, "#host-live").get_text().count("Rude")
+    assert node(app_client.get(f"/class/{code}/host").text, "#host-roster").get_text().count("Rude")
     assert soup(app_client.get(f"/class/{code}/host").text).select_one("#removed-list") is None
 
 
