@@ -103,6 +103,12 @@ def let_host_in(request: Request, response: Response, code: str, host_token: str
     )
 
 
+def device_of(request: Request, code: str) -> str:
+    """The class's host or projector cookie as this device holds it: what tells one device's
+    dashboard or projector from another's (two tabs of one browser share it)."""
+    return request.cookies.get(host_cookie(code)) or request.cookies.get(screen_cookie(code)) or ""
+
+
 def screen_token(host_token: str) -> str:
     """The projector's token of a class: from its host token, which it does not reveal."""
     return hashlib.sha256(f"atlas-screen:{host_token}".encode()).hexdigest()[:32]

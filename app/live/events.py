@@ -176,10 +176,11 @@ Render = Callable[[Snapshot, Snapshot | None], Iterator[ServerSentEvent] | None]
 
 
 async def _follow(
-    feeds: Feeds, class_id: int, render_now: Render
+    feeds: Feeds, class_id: int, render_now: Render, opened: Callable[[], None]
 ) -> AsyncIterator[ServerSentEvent]:
     """Events from ``render_now`` as the class changes; ``gone`` once its page has nothing left
-    to show; nothing more once the feed failed (the page reconnects)."""
+    to show; nothing more once the feed failed (the page reconnects). ``opened`` is called once
+    the first render is sent (a page that shows it already is sent nothing)."""
     async with feeds.follow(class_id) as feed:
         last: Snapshot | None = None
         seen = feed.changed.generation
@@ -194,6 +195,8 @@ async def _follow(
                 return
             for event in made:
                 yield event
+            if last is None:
+                opened()
             last = snapshot
             seen = await feed.changed.wait(seen)
             snapshot = feed.snapshot
@@ -212,9 +215,9 @@ def _stream(
         held = streams.open((class_id, view), client, request.scope)
         try:
             try:
-                async for event in _follow(feeds, class_id, render_now):
+                # Opened: the client's next stream may open.
+                async for event in _follow(feeds, class_id, render_now, turn.release):
                     yield event
-                    turn.release()  # opened: the client's next stream may open
             except asyncio.CancelledError:
                 if not held.ended:  # the server or the client ends it
                     raise
@@ -233,7 +236,9 @@ def _stream(
     )
 
 
-def host_stream(request: Request, turn: Turn, class_id: int, shown: str) -> EventSourceResponse:
+def host_stream(
+    request: Request, turn: Turn, class_id: int, device: str, shown: str
+) -> EventSourceResponse:
     """The dashboard: its live parts whole first (unless the page shows them: ``shown``, their
     digest), then each part again only when it changed (the counts and bars, the students who
     need attention, the shared labs): a class of 2,000 sends a dozen rows at most, never its
@@ -250,10 +255,10 @@ def host_stream(request: Request, turn: Turn, class_id: int, shown: str) -> Even
         if changed:
             yield ServerSentEvent(data=host_changes(request, changed), event="host")
 
-    return _stream(request, turn, class_id, "host", made)
+    return _stream(request, turn, class_id, ("host", device), made)
 
 
-def screen_stream(request: Request, turn: Turn, class_id: int) -> EventSourceResponse:
+def screen_stream(request: Request, turn: Turn, class_id: int, device: str) -> EventSourceResponse:
     """The projector: its live part whenever what it shows changed."""
 
     def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent]:
@@ -261,7 +266,7 @@ def screen_stream(request: Request, turn: Turn, class_id: int) -> EventSourceRes
         if last is None or html != render("live/_screen_live.html", screen_context(request, last)):
             yield ServerSentEvent(data=html, event="screen")
 
-    return _stream(request, turn, class_id, "screen", made)
+    return _stream(request, turn, class_id, ("screen", device), made)
 
 
 def student_stream(

@@ -699,10 +699,10 @@ async def class_events(
     projector's, or a student's page."""
     if view == "host":
         await hosted(request, live)
-        return host_stream(request, turn, live.id, shown)
+        return host_stream(request, turn, live.id, access.device_of(request, live.code), shown)
     if view == "screen":
         await screened(request, live)
-        return screen_stream(request, turn, live.id)
+        return screen_stream(request, turn, live.id, access.device_of(request, live.code))
     if student is None:
         raise NotAllowedError("Join the class first: this stream is for its students.")
     return student_stream(request, turn, live.id, student.id)

@@ -168,10 +168,15 @@ def test_no_page_scrolls_sideways_from_1024_to_2560_px(
 
 
 def test_the_projector_fits_each_question_with_its_bars_and_the_join_code(
-    hosted: tuple[Any, Students], room: Classroom
+    isolated: Any, hosted: tuple[Any, Students], room: Classroom
 ) -> None:
     host, students = hosted
-    screens = [host.context.new_page() for _ in PROJECTORS]
+    # Two projectors: the instructor's laptop and a classroom PC opened with the view-only
+    # projector link (one device has one projector stream: its newer page closes the older).
+    laptop, classroom_pc = host.context.new_page(), isolated(viewport=PROJECTORS[1])
+    classroom_pc.goto(str(host.locator("#screen-url").get_attribute("value")))
+    expect(classroom_pc.locator("#join-code")).to_have_text(students.code)
+    screens = [laptop, classroom_pc]
     for screen, size in zip(screens, PROJECTORS, strict=True):
         screen.set_viewport_size(size)
         screen.goto(f"{room.url}/class/{students.code}/screen")
