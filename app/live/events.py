@@ -175,10 +175,11 @@ Render = Callable[[Snapshot, Snapshot | None], Iterator[ServerSentEvent] | None]
 
 
 async def _follow(
-    feeds: Feeds, class_id: int, render_now: Render
+    feeds: Feeds, class_id: int, render_now: Render, opened: Callable[[], None]
 ) -> AsyncIterator[ServerSentEvent]:
     """Events from ``render_now`` as the class changes; ``gone`` once its page has nothing left
-    to show; nothing more once the feed failed (the page reconnects)."""
+    to show; nothing more once the feed failed (the page reconnects). ``opened`` is called once
+    what the page shows now is sent (or nothing needed sending)."""
     async with feeds.follow(class_id) as feed:
         last: Snapshot | None = None
         seen = feed.changed.generation
@@ -194,6 +195,7 @@ async def _follow(
             for event in made:
                 yield event
             last = snapshot
+            opened()
             seen = await feed.changed.wait(seen)
             snapshot = feed.snapshot
 
@@ -211,9 +213,9 @@ def _stream(
         held = streams.open((class_id, view), client, request.scope)
         try:
             try:
-                async for event in _follow(feeds, class_id, render_now):
+                # Once open, the client's next stream may open.
+                async for event in _follow(feeds, class_id, render_now, turn.release):
                     yield event
-                    turn.release()  # opened: the client's next stream may open
             except asyncio.CancelledError:
                 if not held.ended:  # the server or the client ends it
                     raise
