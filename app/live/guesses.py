@@ -1,7 +1,8 @@
 """Guessing join codes is slowed: a client's wrong codes are counted, and past
-``FREE_MISSES`` in the last ``WINDOW_S`` every lookup of a code it makes (right or wrong: a fast
-right answer would tell the code) waits its turn, one a ``GAP_S`` per client, or is refused
-(429, ``Retry-After``) when its turn is more than ``MAX_WAIT_S`` away.
+``ATLAS_CODE_MISSES_PER_MINUTE`` (``FREE_MISSES``, 20) in the last ``WINDOW_S`` every lookup of a
+code it makes (right or wrong: a fast right answer would tell the code) waits its turn, one a
+``GAP_S`` per client, or is refused (429, ``Retry-After``) when its turn is more than
+``MAX_WAIT_S`` away.
 
 So one client tries at most about one code a second per worker once it guesses: with 31⁶ codes
 and ``ATLAS_CLASS_LIMIT`` classes kept, finding one takes months, longer than a class is kept
@@ -46,7 +47,8 @@ class _Client:
 class Guesses:
     """This worker's count of wrong codes per client (see the module doc)."""
 
-    def __init__(self) -> None:
+    def __init__(self, free_misses: int = FREE_MISSES) -> None:
+        self.free_misses = free_misses
         self._clients: OrderedDict[str, _Client] = OrderedDict()
 
     def _recent(self, client: str, now: float) -> _Client | None:
@@ -60,12 +62,12 @@ class Guesses:
         return found
 
     async def admit(self, client: str) -> None:
-        """Return when this client may look a code up: at once unless it has missed more than
-        ``FREE_MISSES`` codes in the last minute; else at its turn (at least ``GAP_S`` from now),
+        """Return when this client may look a code up: at once unless it has missed
+        ``free_misses`` codes in the last minute; else at its turn (at least ``GAP_S`` from now),
         or :class:`TooManyGuessesError` when that is over ``MAX_WAIT_S`` away."""
         now = time.monotonic()
         found = self._recent(client, now)
-        if found is None or len(found.misses) < FREE_MISSES:
+        if found is None or len(found.misses) < self.free_misses:
             return
         turn = max(now, found.next_turn) + GAP_S
         if turn - now > MAX_WAIT_S:
@@ -85,7 +87,7 @@ class Guesses:
         found = self._clients.pop(client, None) or _Client()
         self._clients[client] = found  # the most recent last
         found.misses.append(time.monotonic())
-        if len(found.misses) > FREE_MISSES * 4:  # only whether it passed FREE_MISSES counts
+        if len(found.misses) > self.free_misses:  # only whether it reached free_misses counts
             found.misses.popleft()
         while len(self._clients) > MAX_CLIENTS:
             self._clients.popitem(last=False)

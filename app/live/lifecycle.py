@@ -57,7 +57,7 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
     source = source_for(store, feeds.followed, feeds.wake)
     app.state.live, app.state.live_store = service, store
     app.state.live_feeds, app.state.live_source = feeds, source
-    app.state.live_guesses = Guesses()
+    app.state.live_guesses = Guesses(settings.code_misses_per_minute)
     app.state.live_streams = Streams(settings.max_streams)
     await source.start()
     purging = asyncio.create_task(_daily_purge(store, settings), name="live-daily-purge")
