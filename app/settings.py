@@ -128,6 +128,9 @@ class Settings(BaseSettings):
     class_size: int = Field(1_000, ge=1)
     """Students one class takes; past it a join is refused (409, "the class is full"). The host
     can also close joining (lock) at any time."""
+    code_misses_per_minute: int = Field(20, ge=1)
+    """Join codes of no class one client (address) may try in a minute at full speed, per worker;
+    past it each code it looks up waits its turn, one a second, or gets 429 with Retry-After."""
     class_retention_days: float = Field(30, gt=0)
     """Classes older than this many days (and those no student joined, after a day) are deleted
     with everything in them, when the server starts, daily, and by `python -m app purge`."""

@@ -230,22 +230,22 @@ def test_asking_the_next_question_after_a_reveal_opens_answering(app_client: Tes
 
 
 @pytest.mark.parametrize("action", ["pause", "resume", "reveal"])
-def test_pacing_before_any_question_is_refused(sqlite_client: TestClient, action: str) -> None:
-    code = start_class(sqlite_client)
-    refused = sqlite_client.post(f"/class/{code}/{action}")
+def test_pacing_before_any_question_is_refused(app_client: TestClient, action: str) -> None:
+    code = start_class(app_client)
+    refused = app_client.post(f"/class/{code}/{action}")
     assert refused.status_code == 409
     assert words(node(refused.text, "#host-error")) == "No question has been asked yet."
-    htmx = sqlite_client.post(f"/class/{code}/{action}", headers=HTMX)
+    htmx = app_client.post(f"/class/{code}/{action}", headers=HTMX)
     assert htmx.status_code == 409
     assert words(node(htmx.text, ".live-error")) == "No question has been asked yet."
     assert words(node(refused.text, ".live-state")) == "No question asked yet."
     assert rows(
-        sqlite_client, "SELECT question, phase FROM live_classes WHERE code = :code", code=code
+        app_client, "SELECT question, phase FROM live_classes WHERE code = :code", code=code
     ) == [(None, "open")]
     # The first question asked is open for answers.
     first = questions()[0]
-    sqlite_client.post(f"/class/{code}/ask", data={"question": first.id})
-    ada = student(sqlite_client, code, "Ada")
+    app_client.post(f"/class/{code}/ask", data={"question": first.id})
+    ada = student(app_client, code, "Ada")
     sent = ada.post(f"/class/{code}/answer", data={"question": first.id, "choice": "1"})
     assert sent.status_code == 200
 
@@ -260,12 +260,12 @@ INVISIBLE = {
 }
 
 
-def test_a_nickname_with_an_invisible_character_is_refused(sqlite_client: TestClient) -> None:
-    code = start_class(sqlite_client)
-    student(sqlite_client, code, "Ada")
+def test_a_nickname_with_an_invisible_character_is_refused(app_client: TestClient) -> None:
+    code = start_class(app_client)
+    student(app_client, code, "Ada")
     for name, char in INVISIBLE.items():
         for typed in (f"Ad{char}a", f"{char}Ada", f"Bo{char}", char):
-            fresh = other_browser(sqlite_client)
+            fresh = other_browser(app_client)
             answer = fresh.post(
                 "/join", data={"code": code, "nickname": typed}, follow_redirects=False
             )
@@ -273,7 +273,7 @@ def test_a_nickname_with_an_invisible_character_is_refused(sqlite_client: TestCl
             assert words(node(answer.text, "#nickname-error")), (name, typed)
             assert node(answer.text, "input#nickname")["aria-invalid"] == "true"
             assert student_cookie(code) not in fresh.cookies
-    assert rows(sqlite_client, "SELECT nickname FROM live_participants") == [("Ada",)]
+    assert rows(app_client, "SELECT nickname FROM live_participants") == [("Ada",)]
 
 
 # ---- streams ------------------------------------------------------------------------------

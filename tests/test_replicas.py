@@ -379,7 +379,7 @@ def test_python_m_app_migrate_runs_the_migrations_alone(
         " WHERE schemaname = 'public'",
         database,
     )
-    assert tables == "alembic_version,live_answers,live_classes,live_participants"
+    assert tables == "alembic_version,live_answers,live_classes,live_participants,live_removed"
 
 
 @pytest.mark.parametrize(

@@ -195,9 +195,8 @@ async def _follow(
                 return
             for event in made:
                 yield event
-            if last is None:
-                opened()
             last = snapshot
+            opened()
             seen = await feed.changed.wait(seen)
             snapshot = feed.snapshot
 

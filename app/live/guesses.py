@@ -2,7 +2,8 @@
 password in app/live/instructor.py).
 
 Guessing join codes is slowed: a client's wrong codes are counted, and past
-``FREE_MISSES`` in the last ``WINDOW_S`` every lookup of a code it makes (right or wrong: a fast
+``ATLAS_CODE_MISSES_PER_MINUTE`` (``FREE_MISSES``, 20) in the last ``WINDOW_S`` every lookup of a
+code it makes (right or wrong: a fast
 right answer would tell the code) waits its turn, one a ``GAP_S`` per client, or is refused
 (429, ``Retry-After``) when its turn is more than ``MAX_WAIT_S`` away.
 

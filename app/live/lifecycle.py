@@ -66,7 +66,9 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
     app.state.live_feeds, app.state.live_source = feeds, source
     app.state.password_guesses = password_guesses()
     app.state.live_guesses = Guesses(
-        "code", "Too many class codes tried from here that lead to no class (check the code)"
+        "code",
+        "Too many class codes tried from here that lead to no class (check the code)",
+        free=settings.code_misses_per_minute,
     )
     app.state.live_streams = Streams(settings.max_streams)
     await source.start()

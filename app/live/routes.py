@@ -70,6 +70,11 @@ REFUSALS: dict[int | str, dict[str, Any]] = {
     403: {"description": "Not this class's host (or student), or a cross-site post."},
     404: {"description": "No class has this code (an HTML page for a browser)."},
     308: {"description": "The code typed in lower case: the same address as the class writes it."},
+    429: {
+        "description": (
+            "This client tried too many codes of no class: Retry-After says when to try again."
+        )
+    },
 }
 POSTED: dict[int | str, dict[str, Any]] = {
     **BODY_RESPONSES,
