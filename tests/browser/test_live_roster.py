@@ -47,8 +47,8 @@ def test_a_roster_of_look_alikes_is_refused(isolated: Any, classroom: Classroom)
         expect(spoof.locator("#nickname")).to_have_value(typed)  # what they typed stays
         shot(spoof, f"join-refused-{ord(typed[0]):04x}")
     host.reload()
-    expect(host.locator("#host-live .live-nickname")).to_have_count(1)
-    expect(host.locator("#host-live .live-nickname")).to_have_text("Alice")
+    expect(host.locator("#host-roster .live-nickname")).to_have_count(1)
+    expect(host.locator("#host-roster .live-nickname")).to_have_text("Alice")
 
 
 def test_a_locked_class_shows_as_locked(isolated: Any, classroom: Classroom) -> None:
