@@ -10,19 +10,24 @@ reads, not 500). :class:`Feeds` is the worker's one registry of the classes it f
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 
 from app.live.database import backoff, unreachable
+from app.live.labs import labs_key
 from app.live.notify import Signal
 from app.live.pages import (
+    class_labs_html,
     host_changes,
     host_whole,
     render,
     screen_context,
     student_context,
+    student_lab_html,
 )
 from app.live.service import LiveService, Snapshot
 from app.live.store import Store
@@ -30,6 +35,9 @@ from app.live.view import student_view
 
 log = logging.getLogger("atlas")
 MIN_GAP_S = 0.1
+# The dashboard's picture of the class's lab states is sent at most once in this gap: 500
+# students dragging change the class 10 times a second, the picture follows twice a second.
+LABS_GAP_S = 0.5
 PING_S = 15
 
 
@@ -158,12 +166,27 @@ class Feeds:
 # What a stream sends for a snapshot: events, given the snapshot it sent last (None: the
 # whole page); None when the page has nothing left to show (the class or the student is gone).
 Render = Callable[[Snapshot, Snapshot | None], Iterator[ServerSentEvent] | None]
+# When a stream wants to render again though nothing changed (a part it held back), as
+# ``time.monotonic()``; None: only on a change.
+Due = Callable[[], float | None]
 
 
-def _stream(request: Request, class_id: int, render_now: Render) -> EventSourceResponse:
+def _stream(
+    request: Request, class_id: int, render_now: Render, due: Due | None = None
+) -> EventSourceResponse:
     """Events from ``render_now``; a failed feed ends the stream without a word: the page
-    reconnects."""
+    reconnects. With ``due``, the stream also renders the same snapshot again when it is due."""
     feeds: Feeds = request.app.state.live_feeds
+
+    async def next_change(feed: Feed, seen: int) -> int:
+        when = due() if due is not None else None
+        if when is None:
+            return await feed.changed.wait(seen)
+        try:
+            left = max(0.0, when - time.monotonic())
+            return await asyncio.wait_for(feed.changed.wait(seen), left)
+        except TimeoutError:
+            return seen
 
     async def events() -> AsyncIterator[ServerSentEvent]:
         async with feeds.follow(class_id) as feed:
@@ -181,7 +204,7 @@ def _stream(request: Request, class_id: int, render_now: Render) -> EventSourceR
                 for event in made:
                     yield event
                 last = snapshot
-                seen = await feed.changed.wait(seen)
+                seen = await next_change(feed, seen)
                 snapshot = feed.snapshot
 
     return EventSourceResponse(
@@ -191,20 +214,47 @@ def _stream(request: Request, class_id: int, render_now: Render) -> EventSourceR
     )
 
 
+@dataclass
+class _Picture:
+    """What one dashboard stream last sent of the class's lab states, and whether a change is
+    held back until the gap ends."""
+
+    key: object = None
+    sent_at: float = float("-inf")
+    held: bool = False
+
+
 def host_stream(request: Request, class_id: int, shown: str) -> EventSourceResponse:
     """The dashboard: the whole live part first (unless the page shows it: ``shown``, its
     digest), then the parts that changed (the counts and bars, the shared labs, each student's
-    row that changed)."""
+    row that changed). The picture of the class's lab states (#class-labs) comes with the
+    first event, then when it changed, at most once every ``LABS_GAP_S``: a change within the
+    gap is held back and sent when the gap ends."""
+    labs = _Picture()
+
+    def held_until() -> float | None:
+        return labs.sent_at + LABS_GAP_S if labs.held else None
 
     def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent]:
         if last is None:
             html = host_whole(request, snapshot, shown)
+        elif last is snapshot:
+            html = ""  # the held picture's turn: nothing else changed
         else:
             html = host_changes(request, snapshot, last)
+        key = labs_key(snapshot)
+        labs.held = False
+        if key != labs.key:
+            now = time.monotonic()
+            if last is None or now >= labs.sent_at + LABS_GAP_S:
+                html += class_labs_html(request, snapshot)
+                labs.key, labs.sent_at = key, now
+            else:
+                labs.held = True
         if html:
             yield ServerSentEvent(data=html, event="host")
 
-    return _stream(request, class_id, made)
+    return _stream(request, class_id, made, held_until)
 
 
 def screen_stream(request: Request, class_id: int) -> EventSourceResponse:
@@ -226,16 +276,30 @@ def student_stream(request: Request, class_id: int, participant_id: int) -> Even
         if student is None:
             return None
         view = student_view(snapshot, student)
-        return (view.key, snapshot.lab_query, student.shared_query, snapshot.ended)
+        return (view.key, snapshot.lab_query, snapshot.ended)
+
+    def sent_to_me(snapshot: Snapshot, last: Snapshot | None) -> bool:
+        """Whether the instructor has just sent a state to everyone: this student's state
+        became it (their own drags, which their page already shows, are not sent back)."""
+        if last is None or not snapshot.lab_query:
+            return False
+        now, before = snapshot.students[participant_id], last.students.get(participant_id)
+        return now.shared_query == snapshot.lab_query and (
+            before is None
+            or before.shared_query != now.shared_query
+            or last.lab_query != snapshot.lab_query
+        )
 
     def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent] | None:
         now = key(snapshot)
         if now is None:
             return None
-        if last is not None and key(last) == now:
+        if last is not None and key(last) == now and not sent_to_me(snapshot, last):
             return iter(())
         student = snapshot.students[participant_id]
         html = render("live/_student_live.html", student_context(request, snapshot, student))
+        if sent_to_me(snapshot, last):
+            html += student_lab_html(request, snapshot, student)
         return iter((ServerSentEvent(data=html, event="class"),))
 
     return _stream(request, class_id, made)

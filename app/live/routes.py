@@ -7,13 +7,14 @@ error page for a browser, JSON for a script) with the status its kind maps to.
 """
 
 import hmac
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict
+from starlette.datastructures import ImmutableMultiDict
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -33,7 +34,15 @@ from app.live.deps import (
 )
 from app.live.events import host_stream, screen_stream, student_stream
 from app.live.export import csv_response
-from app.live.pages import NO_STORE, host_page, join_url, page, screen_context, student_context
+from app.live.pages import (
+    NO_STORE,
+    host_page,
+    join_url,
+    page,
+    screen_context,
+    student_context,
+    student_lab,
+)
 from app.live.service import (
     BusyError,
     ConflictError,
@@ -141,13 +150,16 @@ class LabForm(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    def fields(self) -> dict[str, str]:
-        """Each field's text (the last value of a repeated one, as ``/lab`` reads a query)."""
-        return {
-            name: str(value[-1] if isinstance(value, list) else value)
-            for name, value in (self.model_extra or {}).items()
-            if value != []
-        }
+    def fields(self) -> ImmutableMultiDict[str, str]:
+        """Each field's text, every value of a repeated one (the lab's own form sends one
+        ``counts`` and one ``means`` per rank, as ``/lab`` reads them); ``get`` gives the last."""
+        return ImmutableMultiDict(
+            [
+                (name, str(item))
+                for name, value in (self.model_extra or {}).items()
+                for item in (value if isinstance(value, list) else [value])
+            ]
+        )
 
 
 class JoinForm(BaseModel):
@@ -208,7 +220,7 @@ async def _host_page(
     service: Service,
     live: LiveClass,
     error: RefusalError | None = None,
-    lab_form: dict[str, str] | None = None,
+    lab_form: Mapping[str, str] | None = None,
 ) -> Response:
     snapshot = await service.snapshot(session, live.id)
     if snapshot is None:
@@ -237,7 +249,7 @@ async def _acted(
     service: Service,
     live: LiveClass,
     action: Awaitable[None],
-    lab_form: dict[str, str] | None = None,
+    lab_form: Mapping[str, str] | None = None,
 ) -> Response:
     """A host action done: 303 back to the dashboard; refused: the dashboard with the reason.
     Sent by htmx (the pacing controls), only the reason or nothing comes back: the dashboard's
@@ -441,16 +453,15 @@ def _student_page(
     student: Student,
     service: Service,
     error: RefusalError | None = None,
-    share_form: dict[str, str] | None = None,
+    share_form: Mapping[str, str] | None = None,
 ) -> Response:
     """The student's page, or its live part for htmx: the class's row and their own answers
     (it shows nothing of the other students, so it reads none of them)."""
-    context = {
-        **student_context(request, service.state(live), student),
-        "error": error,
-        "share_form": share_form,
-    }
+    state = service.state(live)
     htmx = request.headers.get("HX-Request") == "true"
+    context = {**student_context(request, state, student), "error": error}
+    if not htmx:
+        context["class_lab"] = student_lab(request, state, student, share_form)
     name = "live/_student_live.html" if htmx else "live/student.html"
     response = page(request, name, context, status_code=status_of(error) if error else 200)
     response.headers["Vary"] = "HX-Request"
@@ -496,7 +507,9 @@ async def class_share(
     service: Service,
     form: Annotated[LabForm, Form(default_factory=LabForm)],
 ) -> Response:
-    """Send my lab state (the lab's own fields) to the instructor."""
+    """Send my lab state (the lab's own fields: counts, means, eta, w, …) to the instructor:
+    sent by the page as the student drags (HX-Request: 204), or by the lab's form without
+    JavaScript (303 back to the page at that state); a refused state: 422 naming the field."""
     fields = form.fields()
     try:
         await service.share_own_lab(session, live, participant, fields)
@@ -504,7 +517,7 @@ async def class_share(
         student = await service.student(session, participant)
         return _student_page(request, live, student, service, error, fields)
     if request.headers.get("HX-Request") == "true":
-        return _student_page(request, live, await service.student(session, participant), service)
+        return Response(status_code=204)
     return _see(request, "class_page", code=live.code)
 
 

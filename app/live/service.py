@@ -234,9 +234,12 @@ class LiveService:
     async def share_lab(
         self, session: AsyncSession, live: LiveClass, query: Mapping[str, str]
     ) -> None:
-        """Everyone's page shows this lab state."""
+        """Everyone's page shows this lab state: every student's lab moves to it (their
+        sliders, and the state the dashboard counts them at), from which they explore on."""
         self._has_lab(live)
-        await store.change(session, live.id, lab_query=valid_lab_query(query))
+        valid = valid_lab_query(query)
+        await store.set_every_lab_state(session, live.id, valid)
+        await store.change(session, live.id, lab_query=valid)
 
     async def project(
         self, session: AsyncSession, live: LiveClass, participant_id: int | None
@@ -329,9 +332,13 @@ class LiveService:
         participant: Participant,
         query: Mapping[str, str],
     ) -> None:
+        """The student's lab state (the sliders of their page, sent as they drag, or their
+        form without JavaScript) reaches the instructor; the same state again changes nothing."""
         self._has_lab(live)
-        participant.shared_query = valid_lab_query(query)
-        await store.change(session, live.id)
+        valid = valid_lab_query(query)
+        if valid != participant.shared_query:
+            participant.shared_query = valid
+            await store.change(session, live.id)
 
 
 def answer_refusal(live: LiveClass, question_id: str) -> str:

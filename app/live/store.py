@@ -246,6 +246,13 @@ async def nickname_taken(session: AsyncSession, class_id: int, key: str) -> bool
     return found.first() is not None
 
 
+async def set_every_lab_state(session: AsyncSession, class_id: int, query: str) -> None:
+    """Every student of the class is at the lab state ``query`` now (one statement)."""
+    await session.execute(
+        update(Participant).where(Participant.class_id == class_id).values(shared_query=query)
+    )
+
+
 async def save_answer(
     session: AsyncSession,
     class_id: int,

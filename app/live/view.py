@@ -121,7 +121,7 @@ class RosterRow:
     nickname: str
     answer: str  # the current question's choice, "" when none
     correct_count: str
-    shared: bool
+    projectable: bool
 
 
 def roster(snapshot: Snapshot, only: Iterable[int] | None = None) -> tuple[RosterRow, ...]:
@@ -140,7 +140,10 @@ def roster(snapshot: Snapshot, only: Iterable[int] | None = None) -> tuple[Roste
                 correct_count=f"{right} of {len(student.answers)} correct"
                 if student.answers
                 else "no answers yet",
-                shared=bool(student.shared_query),
+                # Every row offers projecting when the lesson has a lab (a student without a
+                # state is refused then): a row changes on no drag, so 500 students starting
+                # to drag do not resend 500 rows.
+                projectable=snapshot.lesson.parts.gradient_lab,
             )
         )
     return tuple(rows)
