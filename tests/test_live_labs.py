@@ -1,7 +1,8 @@
-"""The lab inside the class: a student's state posted by the lab's own form (without JavaScript)
-or by the page as they drag (HX-Request, 204), refused naming its field, the dashboard's
-picture (#class-labs) against exact fractions from the definitions, "send to everyone", and the
-dashboard's stream giving the picture at most twice a second while students drag."""
+"""The lab inside the class: a student's state posted by the lab's own form (without
+JavaScript) or by the page as they drag (``/state``, 204, written in batches), refused naming
+its field, the dashboard's picture (#class-labs) against exact fractions from the definitions,
+"send to everyone", and the dashboard's stream giving the picture at most twice a second while
+students drag."""
 
 import asyncio
 import itertools
@@ -147,7 +148,7 @@ def test_a_refused_state_names_its_field_and_keeps_what_was_typed(client: TestCl
     assert "rank 1 count" in node(huge.text, "#msg-lab-count-1").get_text()
     # As the page sends it while dragging: the same refusal.
     dragged = pupil.post(
-        f"/class/{code}/share", content=lab_form(["2", "6"], ["1", "x"]), headers=DRAGGED
+        f"/class/{code}/state", content=lab_form(["2", "6"], ["1", "x"]), headers=DRAGGED
     )
     assert dragged.status_code == 422
     assert "rank 1 mean" in dragged.text
@@ -168,12 +169,17 @@ def test_a_dragged_state_is_taken_quietly_and_the_same_state_changes_nothing(
     pupil = student(client, code, "Ada")
     state = lab_form(["5", "6"], ["1", "3"])
     before = version(data_dir, code)
-    assert pupil.post(f"/class/{code}/share", content=state, headers=DRAGGED).status_code == 204
-    assert version(data_dir, code) == before + 1
-    assert pupil.post(f"/class/{code}/share", content=state, headers=DRAGGED).status_code == 204
-    assert version(data_dir, code) == before + 1  # no one is woken for nothing
+    drags = client.app.state.live_drags  # type: ignore[attr-defined]
+    assert pupil.post(f"/class/{code}/state", content=state, headers=DRAGGED).status_code == 204
+    other = lab_form(["7", "6"], ["1", "3"])
+    assert pupil.post(f"/class/{code}/state", content=other, headers=DRAGGED).status_code == 204
+    assert client.portal.call(drags.flush) is None  # written now, not in 0.25 s
+    assert version(data_dir, code) == before + 1  # two states, one write
+    assert pupil.post(f"/class/{code}/state", content=other, headers=DRAGGED).status_code == 204
+    client.portal.call(drags.flush)
+    assert version(data_dir, code) == before + 1  # the same state: no one is woken for nothing
     page = pupil.get(f"/class/{code}").text
-    assert [i["value"] for i in soup(page).select("#lab-form input[name=counts]")] == ["5", "6"]
+    assert [i["value"] for i in soup(page).select("#lab-form input[name=counts]")] == ["7", "6"]
 
 
 def test_sent_to_everyone_moves_every_students_lab(client: TestClient) -> None:
@@ -261,7 +267,7 @@ def test_dragging_students_give_the_dashboard_the_picture_twice_a_second(
                 for step in range(1, last + 1):
                     state = lab_form([str(step), str(n + 1)], ["1", "3"])
                     posted = await pupil.post(
-                        f"/class/{code}/share", content=state, headers=DRAGGED
+                        f"/class/{code}/state", content=state, headers=DRAGGED
                     )
                     assert posted.status_code == 204
                     await asyncio.sleep(1 / per_second)  # the pace of a drag, not a wait

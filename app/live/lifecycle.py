@@ -11,6 +11,7 @@ from typing import TypeVar
 from fastapi import FastAPI
 
 from app.lesson.course import ServedLessons
+from app.live.drags import Drags
 from app.live.events import Feeds
 from app.live.migrate import revision, upgrade
 from app.live.notify import source_for
@@ -55,7 +56,9 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
     source = source_for(store, feeds.followed, feeds.wake)
     app.state.live, app.state.live_store = service, store
     app.state.live_feeds, app.state.live_source = feeds, source
+    app.state.live_drags = drags = Drags(store, feeds.wake)
     await source.start()
+    await drags.start()
     purging = asyncio.create_task(_daily_purge(store, settings), name="live-daily-purge")
     try:
         yield
@@ -63,6 +66,7 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
         purging.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await purging
+        await drags.stop()
         await source.stop()
         await store.close()
 

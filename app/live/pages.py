@@ -108,8 +108,11 @@ def student_lab(
         if typed is not None
         else ImmutableMultiDict(parse_qsl(student.shared_query or state.lab_query))
     )
-    in_class = route_path(request, "class_share", code=state.code)
-    return {**page_context(query), "in_class": in_class}
+    return {
+        **page_context(query),
+        "in_class": route_path(request, "class_share", code=state.code),
+        "drag_url": route_path(request, "class_state", code=state.code),
+    }
 
 
 def student_lab_html(request: Request, state: ClassState, student: Student) -> str:

@@ -521,6 +521,26 @@ async def class_share(
     return _see(request, "class_page", code=live.code)
 
 
+@router.post(
+    "/class/{code}/state",
+    name="class_state",
+    status_code=204,
+    response_class=Response,
+    responses={**POSTED, 204: {"description": "Taken: written with the others within 0.25 s."}},
+)
+async def class_state(
+    request: Request,
+    live: Class,
+    participant: Joined,
+    service: Service,
+    form: Annotated[LabForm, Form(default_factory=LabForm)],
+) -> Response:
+    """My lab state as I drag (the lab's own fields), sent by the page at most once a second:
+    204, or 422 naming the field."""
+    service.drag_lab(live, participant, form.fields(), request.app.state.live_drags)
+    return Response(status_code=204)
+
+
 EVENTS = {
     200: {"content": {"text/event-stream": {}}, "description": "The stream."},
     **REFUSALS,

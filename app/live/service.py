@@ -22,6 +22,7 @@ from app.lesson.quiz import AnswerError, check, read_answer
 from app.lesson.render import RenderedQuestion
 from app.live import store
 from app.live.codes import new_code
+from app.live.drags import Drags
 from app.live.join import JoinError, nickname_key, read_join_code, read_nickname
 from app.live.store import Answer, LiveClass, Participant, now
 
@@ -339,6 +340,24 @@ class LiveService:
         if valid != participant.shared_query:
             participant.shared_query = valid
             await store.change(session, live.id)
+
+    def drag_lab(
+        self,
+        live: LiveClass,
+        participant: Participant,
+        query: Mapping[str, str],
+        drags: Drags,
+    ) -> None:
+        """The student's lab state as they drag: validated now (a refusal names its field),
+        written with the others sent within a moment (app/live/drags.py); the same state
+        again changes nothing."""
+        self._has_lab(live)
+        if live.ended_at is not None:
+            raise ConflictError("This class has ended.")
+        valid = valid_lab_query(query)
+        latest = drags.latest(participant.id)
+        if valid != (participant.shared_query if latest is None else latest):
+            drags.put(live.id, participant.id, valid)
 
 
 def answer_refusal(live: LiveClass, question_id: str) -> str:

@@ -22,7 +22,9 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     String,
+    Table,
     UniqueConstraint,
+    bindparam,
     delete,
     event,
     func,
@@ -251,6 +253,17 @@ async def set_every_lab_state(session: AsyncSession, class_id: int, query: str) 
     await session.execute(
         update(Participant).where(Participant.class_id == class_id).values(shared_query=query)
     )
+
+
+async def save_lab_states(session: AsyncSession, states: Sequence[tuple[int, str]]) -> None:
+    """Each ``(participant id, query)``: that student's lab state now, in one statement run
+    for all of them (a student deleted meanwhile matches no row)."""
+    table = Participant.__table__
+    assert isinstance(table, Table)  # for the type checker: a mapped class's table
+    statement = (
+        update(table).where(table.c.id == bindparam("who")).values(shared_query=bindparam("query"))
+    )
+    await session.execute(statement, [{"who": who, "query": query} for who, query in states])
 
 
 async def save_answer(

@@ -21,7 +21,7 @@
 
 // A student's lab in the class (#lab[data-share-url]): their state reaches the instructor as
 // they drag, coalesced: at most one post every SHARE_MS, only when the state changed, and the
-// last state of a drag always (a trailing post once the gap ends). The server answers 204.
+// last state of a drag always (a trailing post once the gap ends), to data-drag-url (204).
 (function () {
   "use strict";
   var SHARE_MS = 1000;
@@ -46,7 +46,7 @@
     }
     lastSent = body;
     lastAt = Date.now();
-    fetch(lab.dataset.shareUrl, {
+    fetch(lab.dataset.dragUrl, {
       method: "POST",
       body: body,
       credentials: "same-origin",
