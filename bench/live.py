@@ -570,7 +570,9 @@ async def run_drag(server: Server, students: int, workers: int, seconds: float) 
     watcher.cancel()
     during = [(at, size, data) for at, size, data in dashboard[1:] if at <= begun + elapsed]
     per_second = Counter(int(at - begun) for at, _, _ in during)
-    pictures = [(at, size) for at, size, data in during if 'id="class-labs"' in data]
+    # A picture's bytes: its own part (#class-labs) of the event that carries it (the question's
+    # event also carries the whole roster, as it does without students dragging).
+    pictures = [(at, picture_bytes(data)) for at, _, data in during if 'id="class-labs"' in data]
     pictures_per_second = Counter(int(at - begun) for at, _ in pictures)
     last_picture = next(
         (data for _, _, data in reversed(dashboard) if 'id="class-labs"' in data), ""
@@ -597,6 +599,12 @@ async def run_drag(server: Server, students: int, workers: int, seconds: float) 
         question_p99_s=percentile(arrived, 0.99),
         question_seen=len(arrived),
     )
+
+
+def picture_bytes(data: str) -> int:
+    """The bytes of the lab states' picture (#class-labs) in a dashboard event."""
+    start = data.index('<section id="class-labs"')
+    return len(data[start : data.index("</section>", start) + len("</section>")].encode())
 
 
 def drag_report(figures: DragFigures) -> str:

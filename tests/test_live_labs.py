@@ -5,7 +5,6 @@ its field, the dashboard's picture (#class-labs) against exact fractions from th
 students drag."""
 
 import asyncio
-import itertools
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -281,10 +280,11 @@ def test_dragging_students_give_the_dashboard_the_picture_twice_a_second(
                     await pupil.aclose()
             pictures = [at for at, event in arrived[1:] if picture_of(event) is not None]
             assert len(pictures) >= 2
-            gaps = [b - a for a, b in itertools.pairwise(pictures)]
-            # Read on this side of the socket two events may arrive a little closer than sent,
-            # far less than the 0.1 s between the class's changes.
-            assert min(gaps) >= LABS_GAP_S - 0.05, gaps
+            # At most one picture every LABS_GAP_S (the class changed ten times as often). Read
+            # here, on a shared machine, two may arrive closer than they were sent: the count
+            # over the whole drag is what the server decided.
+            span = pictures[-1] - pictures[0]
+            assert len(pictures) - 1 <= span / LABS_GAP_S + 1, (len(pictures), span)
             assert max(len(event.data.encode()) for _, event in arrived[1:]) <= EVENT_LIMIT
 
     asyncio.run(run())
