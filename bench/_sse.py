@@ -72,6 +72,7 @@ async def request(
     path: str,
     cookie: str = "",
     form: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> Answer:
     """One request on its own connection (``Connection: close``)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -80,6 +81,7 @@ async def request(
         lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Connection: close"]
         if cookie:
             lines.append(f"Cookie: {cookie}")
+        lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
         if method == "POST":
             lines += [
                 "Content-Type: application/x-www-form-urlencoded",

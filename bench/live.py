@@ -23,9 +23,11 @@ and from its sending, beside it).
 
 import argparse
 import asyncio
+import concurrent.futures
 import contextlib
 import csv
 import io
+import multiprocessing
 import os
 import re
 import secrets
@@ -37,12 +39,13 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlencode
 
 from app.lesson.loader import load_lesson
 from app.lesson.render import render_lesson
 from app.settings import Settings
 from bench import _stores
-from bench._procs import rss_bytes, web_processes
+from bench._procs import cpu_seconds, rss_bytes, web_processes
 from bench._servers import Server, free_port, launch, stop
 from bench._sse import request, stream_events
 
@@ -351,6 +354,303 @@ def report(figures: Figures) -> str:
     )
 
 
+# ---- the lab inside the class: students dragging -------------------------------------------
+
+DRAG_GOAL_EVENTS_PER_S = 2
+DRAG_GOAL_EVENT_BYTES = 20 * 1024
+DRAG_GOAL_CORES = 1.0
+CHANGES_PER_S = 2.0  # a student's state changes twice a second ...
+SHARE_GAP_S = 1.0  # ... and their page sends it at most once a second (static/js/live.js)
+
+
+@dataclass
+class DragFigures:
+    students: int
+    workers: int
+    seconds: float
+    shares_sent: int
+    shares_ok: int
+    errors: int
+    dashboard_events: int
+    dashboard_most_per_s: int  # events of any kind in one second
+    pictures: int  # events carrying the lab states' picture (#class-labs)
+    pictures_most_per_s: int
+    picture_bytes_max: int
+    dashboard_bytes_max: int
+    picture_states: int
+    cpu_cores: float
+    load_before: float
+    load_during: float
+    question_p50_s: float
+    question_p99_s: float
+    question_seen: int
+
+    def problems(self) -> list[str]:
+        found = []
+        if self.pictures_most_per_s > DRAG_GOAL_EVENTS_PER_S:
+            found.append(
+                f"the dashboard got {self.pictures_most_per_s} lab pictures in one second"
+                f" > {DRAG_GOAL_EVENTS_PER_S}"
+            )
+        if self.picture_bytes_max > DRAG_GOAL_EVENT_BYTES:
+            found.append(f"a lab picture event of {self.picture_bytes_max} bytes > 20 KB")
+        if self.cpu_cores > DRAG_GOAL_CORES:
+            found.append(f"the server used {self.cpu_cores:.2f} cores > {DRAG_GOAL_CORES:g}")
+        if self.question_p99_s > P99_GOAL_S or self.question_seen != self.students:
+            found.append(
+                f"question p99 {self.question_p99_s:.2f} s (goal {P99_GOAL_S:g} s),"
+                f" seen by {self.question_seen} of {self.students}"
+            )
+        if self.errors or self.shares_ok != self.shares_sent:
+            found.append(f"{self.errors} errors, {self.shares_ok}/{self.shares_sent} states taken")
+        if self.picture_states != self.students:
+            found.append(f"the last picture counts {self.picture_states} of {self.students}")
+        return found
+
+
+DRAG_PROCESSES = 2
+
+
+def drag_students(
+    port: int, code: str, cookies: dict[int, str], students: int, seconds: float, start_at: float
+) -> tuple[Counter[int], Counter[str]]:
+    """Some students' pages dragging (in a process of their own): each sends its state every
+    SHARE_GAP_S on a kept-alive connection, as a browser does; their statuses and errors."""
+    return asyncio.run(_drag_students(port, code, cookies, students, seconds, start_at))
+
+
+async def _drag_students(
+    port: int, code: str, cookies: dict[int, str], students: int, seconds: float, start_at: float
+) -> tuple[Counter[int], Counter[str]]:
+    statuses, errors = Counter[int](), Counter[str]()
+    await asyncio.sleep(max(0.0, start_at - time.time()))
+    begun = time.monotonic()
+
+    async def drag(n: int) -> None:
+        offset = (n / students) * SHARE_GAP_S  # pages send out of step with each other
+        await asyncio.sleep(offset)
+        connection = await asyncio.open_connection("127.0.0.1", port)
+        sent = 0
+        try:
+            while (now := time.monotonic() - begun) < seconds:
+                step = int(now * CHANGES_PER_S)  # the state has changed this often by now
+                try:
+                    status = await post_kept_alive(
+                        connection, port, f"/class/{code}/state", cookies[n], drag_state(n, step)
+                    )
+                    statuses[status] += 1
+                except Exception as error:
+                    errors[type(error).__name__] += 1
+                    connection[1].close()
+                    connection = await asyncio.open_connection("127.0.0.1", port)
+                sent += 1
+                wake_at = begun + offset + sent * SHARE_GAP_S
+                await asyncio.sleep(max(0.0, wake_at - time.monotonic()))
+        finally:
+            connection[1].close()
+
+    await asyncio.gather(*(drag(n) for n in cookies))
+    return statuses, errors
+
+
+async def post_kept_alive(
+    connection: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+    port: int,
+    path: str,
+    cookie: str,
+    form: dict[str, str],
+) -> int:
+    """One POST of a form on an open connection (HTTP/1.1 keep-alive), as live.js sends it."""
+    reader, writer = connection
+    body = urlencode(form).encode()
+    head = [
+        f"POST {path} HTTP/1.1",
+        f"Host: 127.0.0.1:{port}",
+        f"Cookie: {cookie}",
+        "HX-Request: true",
+        "Content-Type: application/x-www-form-urlencoded",
+        f"Content-Length: {len(body)}",
+    ]
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+    await writer.drain()
+    line = await reader.readline()
+    if not line:
+        raise ConnectionError("the server closed the connection")
+    length = 0
+    while (header := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = header.decode("latin-1").partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    if length:
+        await reader.readexactly(length)
+    return int(line.split()[1])
+
+
+def drag_state(n: int, step: int) -> dict[str, str]:
+    """Student n's state after ``step`` changes: rank 0's count walks 1 … 64 (the slider's
+    reach), the rest as the lesson's example; the lab's canonical fields."""
+    count = 1 + (n * 7 + step) % 64
+    return {"counts": f"{count},6", "means": "1,3", "eta": "0.1", "w": "10"}
+
+
+async def run_drag(server: Server, students: int, workers: int, seconds: float) -> DragFigures:
+    """Students join and listen; for ``seconds`` each one's state changes CHANGES_PER_S times a
+    second and their page sends it every SHARE_GAP_S (what live.js lets through); halfway the
+    instructor asks a question. The dashboard's events, the server's CPU and the question's
+    latency are read meanwhile."""
+    port = int(server.url.rsplit(":", 1)[1])
+    started = await request(port, "POST", "/class/new")
+    assert started.status == 303, started.status
+    code = started.header("location").split("/")[2]
+    host = started.cookie("atlas-host-")
+    question = first_question()
+    gate = asyncio.Semaphore(JOINING_AT_ONCE)
+
+    async def join(n: int) -> str:
+        async with gate:
+            joined = await request(port, "POST", "/join", form={"code": code, "nickname": f"s{n}"})
+        assert joined.status == 303, joined.status
+        return joined.cookie("atlas-class-")
+
+    cookies = await asyncio.gather(*(join(n) for n in range(students)))
+    errors = Counter[str]()
+    opened = [asyncio.Event() for _ in range(students)]
+    arrived: list[float] = []
+    asked_at = [0.0]
+
+    async def listen(n: int) -> None:
+        marker = f'value="{question}"'
+        try:
+            async for event in stream_events(port, f"/class/{code}/events", cookies[n]):
+                opened[n].set()
+                if asked_at[0] and marker in event.data:
+                    arrived.append(time.monotonic() - asked_at[0])
+                    return
+        except Exception as error:
+            errors[type(error).__name__] += 1
+            opened[n].set()
+
+    listeners = [asyncio.create_task(listen(n)) for n in range(students)]
+    await asyncio.wait_for(asyncio.gather(*(event.wait() for event in opened)), 60)
+
+    dashboard: list[tuple[float, int, str]] = []  # arrival, bytes, data
+    dashboard_open = asyncio.Event()
+
+    async def watch() -> None:
+        async for event in stream_events(port, f"/class/{code}/events?view=host", host):
+            dashboard.append((time.monotonic(), len(event.data.encode()), event.data))
+            dashboard_open.set()
+
+    watcher = asyncio.create_task(watch())
+    await asyncio.wait_for(dashboard_open.wait(), 60)
+    pids = web_processes(server.process.pid)
+
+    async def ask_halfway() -> None:
+        await asyncio.sleep(seconds / 2)
+        asked_at[0] = time.monotonic()
+        asked = await request(port, "POST", f"/class/{code}/ask", host, {"question": question})
+        assert asked.status == 303, asked.status
+
+    # The dragging pages run in DRAG_PROCESSES processes of their own: in this one, beside 500
+    # streams, they sent a fifth of what they should (the machine is shared, 2 cores).
+    loop = asyncio.get_running_loop()
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(DRAG_PROCESSES, mp_context=context) as pool:
+        start_at = time.time() + 2.0  # every process begins together
+        parts = [
+            loop.run_in_executor(
+                pool,
+                drag_students,
+                port,
+                code,
+                {n: cookies[n] for n in range(k, students, DRAG_PROCESSES)},
+                students,
+                seconds,
+                start_at,
+            )
+            for k in range(DRAG_PROCESSES)
+        ]
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        begun = time.monotonic()
+        cpu_before, load_before = cpu_seconds(pids), os.getloadavg()[0]
+        results = await asyncio.gather(ask_halfway(), *parts)
+    elapsed = time.monotonic() - begun
+    statuses = Counter[int]()
+    for part_statuses, part_errors in results[1:]:
+        statuses.update(part_statuses)
+        errors.update(part_errors)
+    cpu_cores = (cpu_seconds(pids) - cpu_before) / elapsed
+    load_during = os.getloadavg()[0]
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*listeners), 30)
+    # The dashboard's picture after the last states: held back at most LABS_GAP_S.
+    await asyncio.sleep(1.0)
+    watcher.cancel()
+    during = [(at, size, data) for at, size, data in dashboard[1:] if at <= begun + elapsed]
+    per_second = Counter(int(at - begun) for at, _, _ in during)
+    # A picture's bytes: its own part (#class-labs) of the event that carries it (the question's
+    # event also carries the whole roster, as it does without students dragging).
+    pictures = [(at, picture_bytes(data)) for at, _, data in during if 'id="class-labs"' in data]
+    pictures_per_second = Counter(int(at - begun) for at, _ in pictures)
+    last_picture = next(
+        (data for _, _, data in reversed(dashboard) if 'id="class-labs"' in data), ""
+    )
+    states = re.search(r'data-value="states">(\d+)<', last_picture)
+    return DragFigures(
+        students=students,
+        workers=workers,
+        seconds=elapsed,
+        shares_sent=sum(statuses.values()),
+        shares_ok=statuses.get(204, 0),
+        errors=sum(errors.values()) + sum(c for s, c in statuses.items() if s != 204),
+        dashboard_events=len(during),
+        dashboard_most_per_s=max(per_second.values(), default=0),
+        pictures=len(pictures),
+        pictures_most_per_s=max(pictures_per_second.values(), default=0),
+        picture_bytes_max=max((size for _, size in pictures), default=0),
+        dashboard_bytes_max=max((size for _, size, _ in during), default=0),
+        picture_states=int(states.group(1)) if states else 0,
+        cpu_cores=cpu_cores,
+        load_before=load_before,
+        load_during=load_during,
+        question_p50_s=statistics.median(arrived) if arrived else float("inf"),
+        question_p99_s=percentile(arrived, 0.99),
+        question_seen=len(arrived),
+    )
+
+
+def picture_bytes(data: str) -> int:
+    """The bytes of the lab states' picture (#class-labs) in a dashboard event."""
+    start = data.index('<section id="class-labs"')
+    return len(data[start : data.index("</section>", start) + len("</section>")].encode())
+
+
+def drag_report(figures: DragFigures) -> str:
+    rate = figures.shares_sent / figures.seconds
+    return "\n".join(
+        [
+            f"students {figures.students} dragging for {figures.seconds:.1f} s, 1 server,"
+            f" {figures.workers} workers, SQLite (machine load {figures.load_before:.2f}"
+            f" before, {figures.load_during:.2f} at the end)",
+            f"states sent         {figures.shares_sent} ({rate:.0f}/s), {figures.shares_ok}"
+            " taken (204)",
+            f"lab pictures        {figures.pictures} events, at most"
+            f" {figures.pictures_most_per_s} in one second (goal ≤ {DRAG_GOAL_EVENTS_PER_S}),"
+            f" largest {figures.picture_bytes_max} bytes (goal ≤ {DRAG_GOAL_EVENT_BYTES})",
+            f"dashboard events    {figures.dashboard_events} of any kind, at most"
+            f" {figures.dashboard_most_per_s} in one second, largest"
+            f" {figures.dashboard_bytes_max} bytes (the question's: the whole roster)",
+            f"last picture        {figures.picture_states} states",
+            f"server CPU          {figures.cpu_cores:.2f} cores on average (goal ≤"
+            f" {DRAG_GOAL_CORES:g})",
+            f"question meanwhile  p50 {figures.question_p50_s:.3f} s, p99"
+            f" {figures.question_p99_s:.3f} s (goal ≤ {P99_GOAL_S:g} s), seen by"
+            f" {figures.question_seen}/{figures.students}",
+            f"errors              {figures.errors}",
+        ]
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.live", description=__doc__.split("\n")[0]
@@ -363,16 +663,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=1,
         help="servers: 1 on SQLite, or several sharing a private PostgreSQL",
     )
+    parser.add_argument(
+        "--drag",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="instead: every student drags the lab's slider for SECONDS (their state changes"
+        " twice a second, their page sends it once a second), a question asked halfway",
+    )
     args = parser.parse_args(argv)
     if args.replicas < 1:
         parser.error("--replicas must be 1 or more")
+    if args.drag:
+        with (
+            tempfile.TemporaryDirectory() as folder,
+            replicas(Path(folder), 1, args.workers) as servers,
+        ):
+            dragged = asyncio.run(run_drag(servers[0], args.students, args.workers, args.drag))
+        print(drag_report(dragged))
+        return _verdict(dragged.problems())
     with (
         tempfile.TemporaryDirectory() as folder,
         replicas(Path(folder), args.replicas, args.workers) as servers,
     ):
         figures = asyncio.run(run_class(servers, args.students, args.workers))
     print(report(figures))
-    problems = figures.problems()
+    return _verdict(figures.problems())
+
+
+def _verdict(problems: list[str]) -> int:
     for problem in problems:
         print(f"NOT MET: {problem}")
     if not problems:

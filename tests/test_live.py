@@ -538,9 +538,9 @@ def test_a_students_shared_state_goes_on_the_projector_without_their_name(
     pupil = student(app_client, code, "Zelda")
     bad = pupil.post(f"/class/{code}/share", data={"counts": "1,3", "means": "2,x"})
     assert bad.status_code == 422
-    assert node(bad.text, "details.live-share").has_attr("open")  # the form with its error
-    assert node(bad.text, "#share-means")["aria-invalid"] == "true"
-    assert node(bad.text, "#means-error").get_text(strip=True)
+    # The student's lab shows the state as sent, its error at the field.
+    assert node(bad.text, "#lab-mean-1")["aria-invalid"] == "true"
+    assert node(bad.text, "#msg-lab-mean-1").get_text(strip=True)
     shared = pupil.post(
         f"/class/{code}/share", data={"counts": "1,3", "means": "2,2", "eta": "0.5", "w": "1"}
     )

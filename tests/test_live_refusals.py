@@ -357,22 +357,27 @@ def test_a_students_shared_lab_state_reaches_an_open_dashboard(app_client: TestC
     code = start_class(app_client)
     ada = student(app_client, code, "Ada")
     student(app_client, code, "Bo")
-    ada_id = student_ids(app_client, code)["Ada"]
+    ids = student_ids(app_client, code)
     quiet_other_workers(app_client)
 
     def projectable(event: Event) -> set[str]:
         buttons = swapped(event.data).select("button[formaction$='/project']")
         return {str(button["value"]) for button in buttons}
 
+    def states(event: Event) -> str | None:
+        found = swapped(event.data).select_one("#class-labs [data-value='states']")
+        return found.get_text() if found is not None else None
+
     with app_client.stream("GET", f"/class/{code}/events?view=host") as dashboard:
         assert dashboard.status_code == 200
         watching = events(dashboard)
         opened = next_event(watching, lambda e: e.name == "host", "the dashboard")
-        assert projectable(opened) == set()
+        # Every row offers projecting (a lesson with a lab); no one has a state yet.
+        assert projectable(opened) == {ids["Ada"], ids["Bo"]}
+        assert states(opened) == "0"
         state = {"counts": "2,6", "means": "1,3", "eta": "0.1", "w": "10"}
-        assert ada.post(f"/class/{code}/share", data=state, headers=HTMX).status_code == 200
-        event = next_event(watching, lambda e: bool(projectable(e)), "Ada's shared state")
-        assert projectable(event) == {ada_id}
-        row = swapped(event.data).select_one(f"#student-{ada_id}")
-        assert row is not None
-        assert words(node(str(row), "th")) == "Ada"
+        assert ada.post(f"/class/{code}/share", data=state, headers=HTMX).status_code == 204
+        event = next_event(watching, lambda e: states(e) is not None, "Ada's shared state")
+        assert states(event) == "1"
+        # A row shows nothing of a lab state: no row is sent for it.
+        assert swapped(event.data).select("tr[id^=student-]") == []

@@ -32,12 +32,19 @@ class Redirect(Exception):  # noqa: N818  (not an error: where to go instead)
     status: int = 303
 
 
+# Posts whose transaction only reads: a dragged lab state is written later, in a batch
+# (app/live/drags.py), so it does not queue behind this worker's writers nor they behind it.
+READING_POSTS = frozenset({"class_state"})
+
+
 async def db_session(request: Request) -> AsyncIterator[AsyncSession]:
     """The request's one transaction: committed when the route returns (before its answer is
     sent), rolled back if it raises. After commit, this worker's streams of each class changed
     look again (the other workers learn of it from the database: app/live/notify.py)."""
     db: Store = request.app.state.live_store
-    async with db.session(write=request.method not in ("GET", "HEAD")) as session:
+    route = getattr(request.scope.get("route"), "name", "")
+    write = request.method not in ("GET", "HEAD") and route not in READING_POSTS
+    async with db.session(write=write) as session:
         yield session
     feeds: Feeds = request.app.state.live_feeds
     feeds.wake(session.info.pop(store.CHANGED, ()))

@@ -10,20 +10,25 @@ reads, not 500). :class:`Feeds` is the worker's one registry of the classes it f
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator
+from dataclasses import dataclass
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 
 from app.live.database import backoff, unreachable
+from app.live.labs import labs_key
 from app.live.notify import Signal
 from app.live.pages import (
+    class_labs_html,
     digest,
     host_changes,
     host_parts,
     render,
     screen_context,
     student_context,
+    student_lab_html,
 )
 from app.live.service import LiveService, Snapshot
 from app.live.store import Store
@@ -32,6 +37,9 @@ from app.live.view import student_view
 
 log = logging.getLogger("atlas")
 MIN_GAP_S = 0.1
+# The dashboard's picture of the class's lab states is sent at most once in this gap: 500
+# students dragging change the class 10 times a second, the picture follows twice a second.
+LABS_GAP_S = 0.5
 PING_S = 15
 
 
@@ -173,14 +181,29 @@ class Feeds:
 # What a stream sends for a snapshot: events, given the snapshot it sent last (None: the
 # whole page); None when the page has nothing left to show (the class or the student is gone).
 Render = Callable[[Snapshot, Snapshot | None], Iterator[ServerSentEvent] | None]
+# When a stream wants to render again though nothing changed (a part it held back), as
+# ``time.monotonic()``; None: only on a change.
+Due = Callable[[], float | None]
+
+
+async def _next_change(feed: Feed, seen: int, due: Due | None) -> int:
+    """The feed's next change, or ``seen`` again when the stream is due to render anyway."""
+    when = due() if due is not None else None
+    if when is None:
+        return await feed.changed.wait(seen)
+    try:
+        left = max(0.0, when - time.monotonic())
+        return await asyncio.wait_for(feed.changed.wait(seen), left)
+    except TimeoutError:
+        return seen
 
 
 async def _follow(
-    feeds: Feeds, class_id: int, render_now: Render, opened: Callable[[], None]
+    feeds: Feeds, class_id: int, render_now: Render, opened: Callable[[], None], due: Due | None
 ) -> AsyncIterator[ServerSentEvent]:
-    """Events from ``render_now`` as the class changes; ``gone`` once its page has nothing left
-    to show; nothing more once the feed failed (the page reconnects). ``opened`` is called once
-    the first render is sent (a page that shows it already is sent nothing)."""
+    """Events from ``render_now`` as the class changes (and when ``due``); ``gone`` once its
+    page has nothing left to show; nothing more once the feed failed (the page reconnects).
+    ``opened`` is called once what the page shows now is sent (or nothing needed sending)."""
     async with feeds.follow(class_id) as feed:
         last: Snapshot | None = None
         seen = feed.changed.generation
@@ -197,15 +220,21 @@ async def _follow(
                 yield event
             last = snapshot
             opened()
-            seen = await feed.changed.wait(seen)
+            seen = await _next_change(feed, seen, due)
             snapshot = feed.snapshot
 
 
 def _stream(
-    request: Request, turn: Turn, class_id: int, view: Hashable, render_now: Render
+    request: Request,
+    turn: Turn,
+    class_id: int,
+    view: Hashable,
+    render_now: Render,
+    due: Due | None = None,
 ) -> EventSourceResponse:
     """Events from ``render_now``, the one stream of ``view`` in this worker (app/live/streams.py:
-    a newer stream of the view, or the cap, ends it with ``gone``, so its page stops)."""
+    a newer stream of the view, or the cap, ends it with ``gone``, so its page stops). With
+    ``due``, the stream also renders the same snapshot again when it is due."""
     feeds: Feeds = request.app.state.live_feeds
     streams: Streams = request.app.state.live_streams
     client = request.client.host if request.client else ""
@@ -215,7 +244,7 @@ def _stream(
         try:
             try:
                 # Opened: the client's next stream may open.
-                async for event in _follow(feeds, class_id, render_now, turn.release):
+                async for event in _follow(feeds, class_id, render_now, turn.release, due):
                     yield event
             except asyncio.CancelledError:
                 if not held.ended:  # the server or the client ends it
@@ -235,14 +264,30 @@ def _stream(
     )
 
 
+@dataclass
+class _Picture:
+    """What one dashboard stream last sent of the class's lab states, and whether a change is
+    held back until the gap ends."""
+
+    key: object = None
+    sent_at: float = float("-inf")
+    held: bool = False
+
+
 def host_stream(
     request: Request, turn: Turn, class_id: int, device: str, shown: str
 ) -> EventSourceResponse:
     """The dashboard: its live parts whole first (unless the page shows them: ``shown``, their
     digest), then each part again only when it changed (the counts and bars, the students who
     need attention, the shared labs): a class of 2,000 sends a dozen rows at most, never its
-    roster."""
+    roster. The picture of the class's lab states (#class-labs) comes with the first event,
+    then when it changed, at most once every ``LABS_GAP_S``: a change within the gap is held
+    back and sent when the gap ends."""
     sent: dict[str, str] = {}  # what the page shows now, by part
+    labs = _Picture()
+
+    def held_until() -> float | None:
+        return labs.sent_at + LABS_GAP_S if labs.held else None
 
     def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent]:
         nonlocal sent
@@ -251,10 +296,20 @@ def host_stream(
             sent = parts if shown and digest(parts) == shown else {}
         changed = {part: html for part, html in parts.items() if sent.get(part) != html}
         sent = parts
-        if changed:
-            yield ServerSentEvent(data=host_changes(request, changed), event="host")
+        html = host_changes(request, changed)
+        key = labs_key(snapshot)
+        labs.held = False
+        if key != labs.key:
+            now = time.monotonic()
+            if last is None or now >= labs.sent_at + LABS_GAP_S:
+                html += class_labs_html(request, snapshot)
+                labs.key, labs.sent_at = key, now
+            else:
+                labs.held = True
+        if html:
+            yield ServerSentEvent(data=html, event="host")
 
-    return _stream(request, turn, class_id, ("host", device), made)
+    return _stream(request, turn, class_id, ("host", device), made, held_until)
 
 
 def screen_stream(request: Request, turn: Turn, class_id: int, device: str) -> EventSourceResponse:
@@ -278,16 +333,30 @@ def student_stream(
         if student is None:
             return None
         view = student_view(snapshot, student)
-        return (view.key, snapshot.lab_query, student.shared_query, snapshot.ended)
+        return (view.key, snapshot.lab_query, snapshot.ended)
+
+    def sent_to_me(snapshot: Snapshot, last: Snapshot | None) -> bool:
+        """Whether the instructor has just sent a state to everyone: this student's state
+        became it (their own drags, which their page already shows, are not sent back)."""
+        if last is None or not snapshot.lab_query:
+            return False
+        now, before = snapshot.students[participant_id], last.students.get(participant_id)
+        return now.shared_query == snapshot.lab_query and (
+            before is None
+            or before.shared_query != now.shared_query
+            or last.lab_query != snapshot.lab_query
+        )
 
     def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent] | None:
         now = key(snapshot)
         if now is None:
             return None
-        if last is not None and key(last) == now:
+        if last is not None and key(last) == now and not sent_to_me(snapshot, last):
             return iter(())
         student = snapshot.students[participant_id]
         html = render("live/_student_live.html", student_context(request, snapshot, student))
+        if sent_to_me(snapshot, last):
+            html += student_lab_html(request, snapshot, student)
         return iter((ServerSentEvent(data=html, event="class"),))
 
     return _stream(request, turn, class_id, ("student", participant_id), made)

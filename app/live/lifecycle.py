@@ -11,6 +11,7 @@ from typing import TypeVar
 from fastapi import FastAPI
 
 from app.lesson.course import ServedLessons
+from app.live.drags import Drags
 from app.live.events import Feeds
 from app.live.guesses import Guesses
 from app.live.instructor import password_guesses
@@ -71,7 +72,9 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
         free=settings.code_misses_per_minute,
     )
     app.state.live_streams = Streams(settings.max_streams)
+    app.state.live_drags = drags = Drags(store, feeds.wake)
     await source.start()
+    await drags.start()
     purging = asyncio.create_task(_daily_purge(store, settings), name="live-daily-purge")
     try:
         yield
@@ -79,6 +82,7 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
         purging.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await purging
+        await drags.stop()
         await source.stop()
         await store.close()
 

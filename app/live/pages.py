@@ -2,14 +2,19 @@
 plain GET (the whole page, without JavaScript) and for the stream's events (htmx swaps them)."""
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 from markupsafe import Markup
+from starlette.datastructures import ImmutableMultiDict
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from app.lab.panel import page_context
 from app.live.access import screen_token
-from app.live.service import ClassState, LiveService, Snapshot, Student, shared_lab_view
+from app.live.labs import class_labs
+from app.live.service import ClassState, LiveService, Snapshot, Student
 from app.live.view import (
     attention,
     current_shift,
@@ -121,9 +126,51 @@ def student_context(request: Request, state: ClassState, student: Student) -> di
         "ended": state.ended,
         "view": student_view(state, student),
         "lab": shared_lab(state.lab, state.lab_query, path),
-        "own_lab": shared_lab(shared_lab_view(student.shared_query), student.shared_query, path),
         "has_lab": state.lesson.parts.gradient_lab,
     }
+
+
+def student_lab(
+    request: Request, state: ClassState, student: Student, typed: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
+    """The student's own lab (live/_class_lab.html): the lesson page's lab context at ``typed``
+    (a refused form, as sent), else their last state, else the state sent to everyone, else the
+    lesson's example; None once the class has ended or when the lesson has no lab."""
+    if state.ended or not state.lesson.parts.gradient_lab:
+        return None
+    query: Mapping[str, str] = (
+        typed
+        if typed is not None
+        else ImmutableMultiDict(parse_qsl(student.shared_query or state.lab_query))
+    )
+    return {
+        **page_context(query),
+        "in_class": route_path(request, "class_share", code=state.code),
+        "drag_url": route_path(request, "class_state", code=state.code),
+    }
+
+
+def student_lab_html(request: Request, state: ClassState, student: Student) -> str:
+    """The student's own lab as an out-of-band swap: where "send to everyone" moves it."""
+    context = {"request": request, "class_lab": student_lab(request, state, student), "oob": True}
+    return render("live/_class_lab.html", context)
+
+
+def class_labs_context(request: Request, snapshot: Snapshot, oob: bool = False) -> dict[str, Any]:
+    """The dashboard's picture of the class's lab states (live/_class_labs.html)."""
+    return {
+        "request": request,
+        "code": snapshot.code,
+        "labs": class_labs(snapshot) if snapshot.lesson.parts.gradient_lab else None,
+        "projected_query": snapshot.screen_query,
+        "projected_pairs": parse_qsl(snapshot.screen_query),
+        "oob": oob,
+    }
+
+
+def class_labs_html(request: Request, snapshot: Snapshot) -> str:
+    """The picture as the dashboard's stream sends it (an out-of-band swap of #class-labs)."""
+    return render("live/_class_labs.html", class_labs_context(request, snapshot, oob=True))
 
 
 def render(name: str, context: dict[str, Any]) -> str:
@@ -150,6 +197,7 @@ def host_page(request: Request, snapshot: Snapshot, **extra: Any) -> dict[str, A
     url = join_url(request, snapshot.code)
     key_url = f"{origin(request)}{route_path(request, 'class_key', code=snapshot.code)}"
     return {
+        **class_labs_context(request, snapshot),
         **host_context(request, snapshot),
         "parts": {part: Markup(html) for part, html in parts.items()},
         "shown": digest(parts),

@@ -7,13 +7,14 @@ error page for a browser, JSON for a script) with the status its kind maps to.
 """
 
 import hmac
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.datastructures import ImmutableMultiDict
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -38,7 +39,14 @@ from app.live.events import host_stream, screen_stream, student_stream
 from app.live.export import csv_response
 from app.live.guesses import TooManyGuessesError
 from app.live.instructor import check_password
-from app.live.pages import NO_STORE, host_page, page, screen_context, student_context
+from app.live.pages import (
+    NO_STORE,
+    host_page,
+    page,
+    screen_context,
+    student_context,
+    student_lab,
+)
 from app.live.report import class_report as class_report_view
 from app.live.service import (
     BusyError,
@@ -183,13 +191,16 @@ class LabForm(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    def fields(self) -> dict[str, str]:
-        """Each field's text (the last value of a repeated one, as ``/lab`` reads a query)."""
-        return {
-            name: str(value[-1] if isinstance(value, list) else value)
-            for name, value in (self.model_extra or {}).items()
-            if value != []
-        }
+    def fields(self) -> ImmutableMultiDict[str, str]:
+        """Each field's text, every value of a repeated one (the lab's own form sends one
+        ``counts`` and one ``means`` per rank, as ``/lab`` reads them); ``get`` gives the last."""
+        return ImmutableMultiDict(
+            [
+                (name, str(item))
+                for name, value in (self.model_extra or {}).items()
+                for item in (value if isinstance(value, list) else [value])
+            ]
+        )
 
 
 class JoinForm(BaseModel):
@@ -255,7 +266,7 @@ async def _host_page(
     service: Service,
     live: LiveClass,
     error: RefusalError | None = None,
-    lab_form: dict[str, str] | None = None,
+    lab_form: Mapping[str, str] | None = None,
 ) -> Response:
     snapshot = await service.snapshot(session, live.id)
     if snapshot is None:
@@ -316,7 +327,7 @@ async def _acted(
     service: Service,
     live: LiveClass,
     action: Awaitable[None],
-    lab_form: dict[str, str] | None = None,
+    lab_form: Mapping[str, str] | None = None,
 ) -> Response:
     """A host action done: 303 back to the dashboard; refused: the dashboard with the reason.
     Sent by htmx (the pacing controls), only the reason or nothing comes back: the dashboard's
@@ -616,16 +627,15 @@ def _student_page(
     student: Student,
     service: Service,
     error: RefusalError | None = None,
-    share_form: dict[str, str] | None = None,
+    share_form: Mapping[str, str] | None = None,
 ) -> Response:
     """The student's page, or its live part for htmx: the class's row and their own answers
     (it shows nothing of the other students, so it reads none of them)."""
-    context = {
-        **student_context(request, service.state(live), student),
-        "error": error,
-        "share_form": share_form,
-    }
+    state = service.state(live)
     htmx = request.headers.get("HX-Request") == "true"
+    context = {**student_context(request, state, student), "error": error}
+    if not htmx:
+        context["class_lab"] = student_lab(request, state, student, share_form)
     name = "live/_student_live.html" if htmx else "live/student.html"
     response = page(request, name, context, status_code=status_of(error) if error else 200)
     response.headers["Vary"] = "HX-Request"
@@ -671,7 +681,9 @@ async def class_share(
     service: Service,
     form: Annotated[LabForm, Form(default_factory=LabForm)],
 ) -> Response:
-    """Send my lab state (the lab's own fields) to the instructor."""
+    """Send my lab state (the lab's own fields: counts, means, eta, w, …) to the instructor:
+    sent by the page as the student drags (HX-Request: 204), or by the lab's form without
+    JavaScript (303 back to the page at that state); a refused state: 422 naming the field."""
     fields = form.fields()
     try:
         await service.share_own_lab(session, live, participant, fields)
@@ -679,8 +691,28 @@ async def class_share(
         student = await service.student(session, participant)
         return _student_page(request, live, student, service, error, fields)
     if request.headers.get("HX-Request") == "true":
-        return _student_page(request, live, await service.student(session, participant), service)
+        return Response(status_code=204)
     return _see(request, "class_page", code=live.code)
+
+
+@router.post(
+    "/class/{code}/state",
+    name="class_state",
+    status_code=204,
+    response_class=Response,
+    responses={**POSTED, 204: {"description": "Taken: written with the others within 0.25 s."}},
+)
+async def class_state(
+    request: Request,
+    live: Class,
+    participant: Joined,
+    service: Service,
+    form: Annotated[LabForm, Form(default_factory=LabForm)],
+) -> Response:
+    """My lab state as I drag (the lab's own fields), sent by the page at most once a second:
+    204, or 422 naming the field."""
+    service.drag_lab(live, participant, form.fields(), request.app.state.live_drags)
+    return Response(status_code=204)
 
 
 EVENTS = {

@@ -23,6 +23,7 @@ from app.lesson.quiz import AnswerError, check, read_answer
 from app.lesson.render import RenderedQuestion
 from app.live import store
 from app.live.codes import new_code
+from app.live.drags import Drags
 from app.live.join import (
     JoinError,
     nickname_key,
@@ -326,9 +327,12 @@ class LiveService:
     async def share_lab(
         self, session: AsyncSession, live: LiveClass, query: Mapping[str, str]
     ) -> None:
-        """Everyone's page shows this lab state."""
+        """Everyone's page shows this lab state: every student's lab moves to it (their
+        sliders, and the state the dashboard counts them at), from which they explore on."""
         self._has_lab(live)
-        await store.change(session, live.id, lab_query=valid_lab_query(query))
+        valid = valid_lab_query(query)
+        await store.set_every_lab_state(session, live.id, valid)
+        await store.change(session, live.id, lab_query=valid)
 
     async def project(
         self, session: AsyncSession, live: LiveClass, participant_id: int | None
@@ -467,9 +471,31 @@ class LiveService:
         participant: Participant,
         query: Mapping[str, str],
     ) -> None:
+        """The student's lab state (the sliders of their page, sent as they drag, or their
+        form without JavaScript) reaches the instructor; the same state again changes nothing."""
         self._has_lab(live)
-        participant.shared_query = valid_lab_query(query)
-        await store.change(session, live.id)
+        valid = valid_lab_query(query)
+        if valid != participant.shared_query:
+            participant.shared_query = valid
+            await store.change(session, live.id)
+
+    def drag_lab(
+        self,
+        live: LiveClass,
+        participant: Participant,
+        query: Mapping[str, str],
+        drags: Drags,
+    ) -> None:
+        """The student's lab state as they drag: validated now (a refusal names its field),
+        written with the others sent within a moment (app/live/drags.py); the same state
+        again changes nothing."""
+        self._has_lab(live)
+        if live.ended_at is not None:
+            raise ConflictError("This class has ended.")
+        valid = valid_lab_query(query)
+        latest = drags.latest(participant.id)
+        if valid != (participant.shared_query if latest is None else latest):
+            drags.put(live.id, participant.id, valid)
 
 
 def _clash_message(nickname: str, clash: str | None) -> str:

@@ -22,8 +22,10 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     String,
+    Table,
     UniqueConstraint,
     and_,
+    bindparam,
     delete,
     event,
     func,
@@ -340,6 +342,24 @@ async def removed_list(session: AsyncSession, class_id: int) -> Sequence[Removed
         select(Removed).where(Removed.class_id == class_id).order_by(Removed.id)
     )
     return found.scalars().all()
+
+
+async def set_every_lab_state(session: AsyncSession, class_id: int, query: str) -> None:
+    """Every student of the class is at the lab state ``query`` now (one statement)."""
+    await session.execute(
+        update(Participant).where(Participant.class_id == class_id).values(shared_query=query)
+    )
+
+
+async def save_lab_states(session: AsyncSession, states: Sequence[tuple[int, str]]) -> None:
+    """Each ``(participant id, query)``: that student's lab state now, in one statement run
+    for all of them (a student deleted meanwhile matches no row)."""
+    table = Participant.__table__
+    assert isinstance(table, Table)  # for the type checker: a mapped class's table
+    statement = (
+        update(table).where(table.c.id == bindparam("who")).values(shared_query=bindparam("query"))
+    )
+    await session.execute(statement, [{"who": who, "query": query} for who, query in states])
 
 
 async def save_answer(

@@ -180,7 +180,8 @@
   document.addEventListener("htmx:afterRequest", function (event) {
     var xhr = event.detail.xhr;
     var url = event.detail.successful && xhr ? xhr.getResponseHeader("X-Lab-Url") : null;
-    if (!url) {
+    // In a live class (data-share-url) the page's address stays the class's.
+    if (!url || document.querySelector("#lab[data-share-url]")) {
       return;
     }
     showState(url);

@@ -18,3 +18,66 @@
     }
   });
 })();
+
+// A student's lab in the class (#lab[data-share-url]): their state reaches the instructor as
+// they drag, coalesced: at most one post every SHARE_MS, only when the state changed, and the
+// last state of a drag always (a trailing post once the gap ends), to data-drag-url (204).
+(function () {
+  "use strict";
+  var SHARE_MS = 1000;
+  var lastSent = null;
+  var lastAt = -Infinity;
+  var timer = 0;
+
+  function form() {
+    return document.querySelector("#lab[data-share-url] #lab-form");
+  }
+
+  function send() {
+    timer = 0;
+    var lab = document.querySelector("#lab[data-share-url]");
+    var labForm = form();
+    if (!lab || !labForm) {
+      return;
+    }
+    var body = new URLSearchParams(new FormData(labForm)).toString();
+    if (body === lastSent) {
+      return;
+    }
+    lastSent = body;
+    lastAt = Date.now();
+    fetch(lab.dataset.dragUrl, {
+      method: "POST",
+      body: body,
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/x-www-form-urlencoded", "HX-Request": "true" }
+    }).catch(function () {
+      lastSent = null; // not delivered: the next change (or submit) sends it again
+    });
+  }
+
+  function changed(event) {
+    var target = event.target;
+    if (!(target instanceof Element) || !target.closest("#lab[data-share-url] #lab-form")) {
+      return;
+    }
+    if (event.type === "submit") {
+      event.preventDefault(); // htmx shows the results; the state goes by fetch
+    }
+    if (timer) {
+      return;
+    }
+    timer = window.setTimeout(send, Math.max(0, lastAt + SHARE_MS - Date.now()));
+  }
+
+  document.addEventListener("input", changed);
+  document.addEventListener("submit", changed);
+  // The state sent to everyone replaces the lab: that state is what the server holds now.
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (target && target.id === "class-own-lab") {
+      var labForm = form();
+      lastSent = labForm ? new URLSearchParams(new FormData(labForm)).toString() : null;
+    }
+  });
+})();

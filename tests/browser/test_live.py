@@ -280,3 +280,78 @@ def test_the_projector_and_cohost_links_open_another_device_without_logging_thei
     assert f"POST /class/{code}/key" in said  # the access log was on
     for link in (screen_link, cohost_link):
         assert link.partition("#")[2] not in said
+
+
+def drag(page: Any, slider: Any, dx: float) -> None:
+    """A real drag of a range input's thumb, from its middle by ``dx`` pixels, in steps (each
+    step an input event, as a finger makes)."""
+    slider.hover()  # scrolled into view and settled (the page scrolls smoothly)
+    box = slider.bounding_box()
+    assert box is not None
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + dx, y, steps=8)
+    page.mouse.up()
+
+
+def test_a_students_lab_reaches_the_dashboard_the_projector_and_back(
+    isolated: Any, classroom: Classroom
+) -> None:
+    host = isolated(viewport=DESKTOP)
+    console = ConsoleLog(host)
+    code = start_class(host, classroom.url)
+    student = isolated(viewport=PHONE)
+    student_console = ConsoleLog(student)
+    join(student, classroom.url, code, "Ada Lovelace")
+    labs = host.locator("#class-labs")
+    expect(labs.locator("[data-value='joined']")).to_have_text("1", timeout=LIVE_S)
+    expect(labs.locator("[data-value='states']")).to_have_text("0")
+    host.evaluate("window.stayedOpen = true")
+
+    # The student's lab is the lesson's: sliders, not text fields, and its own results.
+    lab = student.locator("#class-own-lab #lab")
+    count_0 = lab.locator("input[type=range][data-sync='lab-count-0']")
+    expect(count_0).to_be_visible()
+    expect(lab.locator("[data-value='w-new']")).to_have_text("9.75")
+    # Rank 0's count from 2 upwards: unequal counts stay, the dashboard counts one state.
+    drag(student, count_0, 40)
+    moved = student.locator("#lab-count-0").input_value()
+    assert moved != "2"
+    expect(labs.locator("[data-value='states']")).to_have_text("1", timeout=LIVE_S)
+    expect(labs.locator("[data-value='unequal']")).to_have_text("1")
+    # The drag's last state arrives too (its trailing update, within a second).
+    w_new = lab.locator("[data-value='w-new']").inner_text()
+    expect(labs.locator("[data-value='median-global']")).to_have_text(w_new, timeout=LIVE_S)
+    assert stayed_open(host)
+
+    # On the projector, without the name.
+    screen = isolated(viewport={"width": 1920, "height": 1080})
+    screen.context.add_cookies(host.context.cookies())
+    screen.goto(f"{classroom.url}/class/{code}/screen")
+    host.get_by_role("button", name="Project their lab state").click()
+    projected = screen.locator("#screen-live .live-shared")
+    expect(projected.locator("[data-value='N']")).to_have_text(str(int(moved) + 6), timeout=LIVE_S)
+    assert "Ada" not in screen.content()
+
+    # Sent to everyone: the student's sliders move there, and they can move on from it.
+    host.fill("#lab-counts", "4,4")
+    host.fill("#lab-means", "1,3")
+    host.fill("#lab-eta", "0.1")
+    host.fill("#lab-w", "10")
+    host.get_by_role("button", name="Share with everyone").click()
+    expect(student.locator("#lab-count-0")).to_have_value("4", timeout=LIVE_S)
+    expect(count_0).to_have_value("4")
+    expect(lab.locator("[data-value='w-new']")).to_have_text("9.8")
+    assert stayed_open(student)
+    expect(labs.locator("[data-value='unequal']")).to_have_text("0", timeout=LIVE_S)
+    expect(labs.locator("[data-value='at-sent']")).to_have_text("1")
+    drag(student, count_0, -40)
+    expect(labs.locator("[data-value='unequal']")).to_have_text("1", timeout=LIVE_S)
+    expect(labs.locator("[data-value='at-sent']")).to_have_count(0)
+    assert stayed_open(student)
+    assert console.errors == []
+    # htmx reports each lab request that a newer one replaced (hx-sync "this:replace") as an
+    # error event, on the lesson page as here: anything else is a fault.
+    replaced = ("htmx:sendAbort", "htmx:afterRequest")
+    assert [error for error in student_console.errors if not error.startswith(replaced)] == []
