@@ -120,11 +120,17 @@ def screen_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
 
 def student_context(request: Request, state: ClassState, student: Student) -> dict[str, Any]:
     path = lesson_path(request, state)
+    view = student_view(state, student)
+    # What the live part shows, as a digest on it: the page's script does not swap in the same
+    # part again (a stream's first event just after the page loaded would drop a choice ticked
+    # meanwhile).
+    shows = repr((view.key, state.lab_query, state.ended))
     return {
         "request": request,
         "code": state.code,
         "ended": state.ended,
-        "view": student_view(state, student),
+        "view": view,
+        "shows": hashlib.sha256(shows.encode()).hexdigest()[:16],
         "lab": shared_lab(state.lab, state.lab_query, path),
         "has_lab": state.lesson.parts.gradient_lab,
     }

@@ -8,6 +8,19 @@
   }
   document.addEventListener("htmx:sseError", function () { mark(true); });
   document.addEventListener("htmx:sseOpen", function () { mark(false); });
+  // A student's live part sent again unchanged (its stream's first event just after the page
+  // loaded, or after a reconnect): not swapped, so a choice ticked meanwhile stays ticked. The
+  // part carries the digest of what it shows (data-shows); an event with anything else for the
+  // page (an out-of-band swap) is always swapped.
+  document.addEventListener("htmx:sseBeforeMessage", function (event) {
+    var part = event.target;
+    if (!part || part.id !== "class-live") return;
+    var shown = part.querySelector("[data-shows]");
+    var data = String(event.detail.data || "");
+    if (!shown || data.indexOf("hx-swap-oob") !== -1) return;
+    var sent = /data-shows="([0-9a-f]+)"/.exec(data);
+    if (sent && sent[1] === shown.getAttribute("data-shows")) event.preventDefault();
+  });
   // An answer that could not be stored (503) comes back as the student's part with the reason:
   // shown where the answer was, like a 409 (base.html swaps those), not dropped by htmx.
   document.addEventListener("htmx:beforeSwap", function (event) {

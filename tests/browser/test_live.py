@@ -329,7 +329,7 @@ def test_a_students_lab_reaches_the_dashboard_the_projector_and_back(
     screen = isolated(viewport={"width": 1920, "height": 1080})
     screen.context.add_cookies(host.context.cookies())
     screen.goto(f"{classroom.url}/class/{code}/screen")
-    host.get_by_role("button", name="Project their lab state").click()
+    host.get_by_role("button", name="Project the lab state of Ada").click()
     projected = screen.locator("#screen-live .live-shared")
     expect(projected.locator("[data-value='N']")).to_have_text(str(int(moved) + 6), timeout=LIVE_S)
     assert "Ada" not in screen.content()
