@@ -7,7 +7,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ class Classroom:
     server: Server | None = None
     workers: int = 1
     access_log: Path | None = None  # where the server's log goes, access log included
+    settings: dict[str, str] = field(default_factory=dict)  # more ATLAS_… settings
 
     @property
     def url(self) -> str:
@@ -49,6 +50,7 @@ class Classroom:
             "ATLAS_DATA_DIR": str(self.data_dir),
             "ATLAS_SECRET_KEY": KEY,
             "ATLAS_CONFIRM_ENABLED": "false",
+            **self.settings,
         }
         command = [sys.executable, "-m", "app", "--port", str(self.port)]
         level = "info" if self.access_log else "warning"

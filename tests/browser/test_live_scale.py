@@ -4,8 +4,8 @@ thread task over 200 ms, measured by Chromium's own Long Tasks API), each answer
 dashboard without a reload as the dashboard shows a hall (the counts and the bars, and the dozen
 students who need attention: who has not answered, newest first, while half the hall answers in
 random order),
-and a click on *Pause answering* shows on the dashboard within 300 ms (not yet met here: see the
-second test's reason)."""
+and a click on *Pause answering* shows on the dashboard within 300 ms (met only in some runs
+here: see the second test's reason)."""
 
 import asyncio
 import random
@@ -53,7 +53,10 @@ def hall(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Classroom]:
     from bench._servers import free_port
 
     # Two workers, as the image runs.
-    room = Classroom(tmp_path_factory.mktemp("hall") / "data", free_port(), workers=2)
+    # A lecture hall: its instructor sets the class's size (the default takes 1,000).
+    size = {"ATLAS_CLASS_SIZE": str(STUDENTS)}
+    folder = tmp_path_factory.mktemp("hall") / "data"
+    room = Classroom(folder, free_port(), workers=2, settings=size)
     room.start()
     try:
         yield room
@@ -256,10 +259,10 @@ def test_a_dashboard_of_2000_stays_responsive_while_150_answers_a_second_arrive(
 
 
 @pytest.mark.xfail(
-    strict=True,
-    reason="the Pause post waits about 0.5 s behind the answers queued in its worker: at 150 a"
-    " second the two workers are saturated on this 2-core machine, which also runs Chromium and"
-    " the students' client (the dashboard shows it 40 ms after the post returns)",
+    strict=False,
+    reason="met in 2 of 5 runs on this 2-core machine (else 323 and 671 ms): the Pause post"
+    " queues behind the answers waiting for its worker's turn to write, and Chromium and the"
+    " students' client share the same two cores",
 )
 def test_pause_shows_on_a_dashboard_of_2000_within_300_ms_while_answers_arrive(
     isolated: Any, hall: Classroom
