@@ -178,13 +178,17 @@ def percentile(values: Sequence[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("inf")
 
 
+async def start_class(port: int) -> tuple[str, str]:
+    """A new class, as its instructor starts it: its code and the host's cookie."""
+    started = await request(port, "POST", "/class/new", form={"password": PASSWORD})
+    assert started.status == 303, started.status
+    return started.header("location").split("/")[2], started.cookie("atlas-host-")
+
+
 async def run_class(servers: Sequence[Server], students: int, workers: int) -> Figures:
     ports = [int(server.url.rsplit(":", 1)[1]) for server in servers]
     port = ports[0]
-    started = await request(port, "POST", "/class/new", form={"password": PASSWORD})
-    assert started.status == 303, started.status
-    code = started.header("location").split("/")[2]
-    host = started.cookie("atlas-host-")
+    code, host = await start_class(port)
     question = first_question()
 
     gate = asyncio.Semaphore(JOINING_AT_ONCE)
@@ -499,10 +503,7 @@ async def run_drag(server: Server, students: int, workers: int, seconds: float) 
     instructor asks a question. The dashboard's events, the server's CPU and the question's
     latency are read meanwhile."""
     port = int(server.url.rsplit(":", 1)[1])
-    started = await request(port, "POST", "/class/new")
-    assert started.status == 303, started.status
-    code = started.header("location").split("/")[2]
-    host = started.cookie("atlas-host-")
+    code, host = await start_class(port)
     question = first_question()
     gate = asyncio.Semaphore(JOINING_AT_ONCE)
 
