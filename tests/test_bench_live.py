@@ -34,3 +34,16 @@ def test_two_replicas_on_postgresql_show_each_answer_on_the_other_dashboard() ->
     assert shown is not None, done.stdout
     assert 0 < float(shown.group(1)) <= 1.0
     assert "every goal met" in done.stdout
+
+
+def test_the_dragging_class_benchmark_takes_every_state_it_sends() -> None:
+    # A small class dragging for two seconds: every state sent is taken (204), the dashboard's
+    # pictures stay within their rate, the last picture counts every student.
+    done = run_benchmark("bench.live", "--students", "10", "--drag", "2")
+    assert done.returncode in (0, 1), done.stdout + done.stderr  # 1: a goal not met, said why
+    sent = re.search(r"states sent\s+(\d+) \(\d+/s\), (\d+) taken \(204\)", done.stdout)
+    assert sent is not None, done.stdout + done.stderr
+    assert int(sent.group(1)) > 0
+    assert sent.group(1) == sent.group(2)
+    assert re.search(r"last picture\s+10 states", done.stdout), done.stdout
+    assert re.search(r"errors\s+0\n", done.stdout)
