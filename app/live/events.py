@@ -22,7 +22,6 @@ from app.live.labs import labs_key
 from app.live.notify import Signal
 from app.live.pages import (
     class_labs_html,
-    digest,
     host_changes,
     host_parts,
     render,
@@ -274,11 +273,9 @@ class _Picture:
     held: bool = False
 
 
-def host_stream(
-    request: Request, turn: Turn, class_id: int, device: str, shown: str
-) -> EventSourceResponse:
-    """The dashboard: its live parts whole first (unless the page shows them: ``shown``, their
-    digest), then each part again only when it changed (the counts and bars, the students who
+def host_stream(request: Request, turn: Turn, class_id: int, device: str) -> EventSourceResponse:
+    """The dashboard: its live parts whole first (a page that reconnects may show older ones),
+    then each part again only when it changed (the counts and bars, the students who
     need attention, the shared labs): a class of 2,000 sends a dozen rows at most, never its
     roster. The picture of the class's lab states (#class-labs) comes with the first event,
     then when it changed, at most once every ``LABS_GAP_S``: a change within the gap is held
@@ -292,8 +289,6 @@ def host_stream(
     def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent]:
         nonlocal sent
         parts = host_parts(request, snapshot)
-        if last is None:
-            sent = parts if shown and digest(parts) == shown else {}
         changed = {part: html for part, html in parts.items() if sent.get(part) != html}
         sent = parts
         html = host_changes(request, changed)

@@ -190,15 +190,8 @@ def page(request: Request, name: str, context: dict[str, Any], status_code: int 
     return response
 
 
-def digest(parts: dict[str, str]) -> str:
-    """Which live parts a page shows: its stream sends them whole only when they differ."""
-    whole = "\0".join(f"{part}\0{html}" for part, html in parts.items())
-    return hashlib.sha256(whole.encode()).hexdigest()[:16]
-
-
 def host_page(request: Request, snapshot: Snapshot, **extra: Any) -> dict[str, Any]:
-    """The dashboard's whole context: the live parts (rendered, and their digest for the
-    stream), the controls and the links."""
+    """The dashboard's whole context: the live parts (rendered), the controls and the links."""
     parts = host_parts(request, snapshot)
     url = join_url(request, snapshot.code)
     key_url = f"{origin(request)}{route_path(request, 'class_key', code=snapshot.code)}"
@@ -206,7 +199,6 @@ def host_page(request: Request, snapshot: Snapshot, **extra: Any) -> dict[str, A
         **class_labs_context(request, snapshot),
         **host_context(request, snapshot),
         "parts": {part: Markup(html) for part, html in parts.items()},
-        "shown": digest(parts),
         "join_url": url,
         "qr": qr_svg(url),
         # The keys after "#": a browser never sends them (app/live/routes.py, class_key).

@@ -728,15 +728,13 @@ async def class_events(
     live: Class,
     student: MaybeStudent,
     view: str = "",
-    shown: str = "",
 ) -> Response:
     """The page's live parts as Server-Sent Events: the current state first, then changes.
-    The host's dashboard (``?view=host``, ``&shown=`` the digest of the live part its page
-    shows) with the host cookie, the projector (``?view=screen``) with the host's or the
-    projector's, or a student's page."""
+    The host's dashboard (``?view=host``) with the host cookie, the projector (``?view=screen``)
+    with the host's or the projector's, or a student's page."""
     if view == "host":
         await hosted(request, live)
-        return host_stream(request, turn, live.id, access.device_of(request, live.code), shown)
+        return host_stream(request, turn, live.id, access.device_of(request, live.code))
     if view == "screen":
         await screened(request, live)
         return screen_stream(request, turn, live.id, access.device_of(request, live.code))
