@@ -106,16 +106,20 @@ def two_ranks(
     )
 
 
-async def until_serving(scheduler: Scheduler, client: str) -> None:
-    """Wait (at most 60 s) until the pool runs ``client``'s job."""
+async def until_serving(scheduler: Scheduler, client: str, job: asyncio.Task[object]) -> None:
+    """Wait until the pool runs ``client``'s ``job``; fail if the job ends unseen (or in 60 s)."""
 
     async def served() -> None:
         while scheduler.serving != client:
+            assert not job.done(), f"{client}'s job ended before it was seen running"
             await asyncio.sleep(0.001)
 
     await asyncio.wait_for(served(), 60)
 
 
+# A scenario on a pool of two ranks ends in a few seconds (18 s on a loaded machine); past this
+# it hangs (a job nobody answers) and fails rather than wait for ever.
+SCENARIO_LIMIT_S = 60
 TWO_HELD = (
     r"^you already have 2 confirmations waiting or running, the most one client may"
     r" \(ATLAS_CONFIRM_CLIENT_LIMIT=2\); retry after \d+ s$"
@@ -150,7 +154,7 @@ def test_the_queue_takes_clients_in_turn_merges_twins_and_caps_each_client() -> 
                     await scheduler.submit(distinct(5), "A")
 
                 # Once a1 runs, A has one job running and one waiting: still its whole share.
-                await until_serving(scheduler, "A")
+                await until_serving(scheduler, "A", tasks[0])
                 with pytest.raises(QueueFullError, match=TWO_HELD):
                     await scheduler.submit(distinct(6), "A")
                 cached = await asyncio.gather(*tasks)
@@ -165,7 +169,7 @@ def test_the_queue_takes_clients_in_turn_merges_twins_and_caps_each_client() -> 
             finally:
                 await scheduler.stop()
 
-    run_own_loop(scenario)
+    run_own_loop(lambda: asyncio.wait_for(scenario(), SCENARIO_LIMIT_S))
 
 
 @pytest.mark.distributed
@@ -217,7 +221,7 @@ def test_the_queue_refuses_in_words_with_a_retry_after_caches_retries_and_stops(
                 # A's job runs and B's waits: A's share and the queue are both full. A twin of
                 # B's job is no new job: it waits for the same run.
                 a_job = asyncio.create_task(scheduler.submit(distinct(5), "A"))
-                await until_serving(scheduler, "A")
+                await until_serving(scheduler, "A", a_job)
                 b_job = asyncio.create_task(scheduler.submit(distinct(6), "B"))
                 twin = asyncio.create_task(scheduler.submit(distinct(6), "D"))
                 await asyncio.sleep(0)
@@ -243,7 +247,7 @@ def test_the_queue_refuses_in_words_with_a_retry_after_caches_retries_and_stops(
                 # Stopping: the job running and the one waiting are both answered, then the
                 # pool's ranks are gone.
                 running = asyncio.create_task(scheduler.submit(distinct(8), "A"))
-                await until_serving(scheduler, "A")
+                await until_serving(scheduler, "A", running)
                 waiting = asyncio.create_task(scheduler.submit(distinct(9), "B"))
                 await asyncio.sleep(0)
                 ranks = list(scheduler.pool.pids)
@@ -258,4 +262,4 @@ def test_the_queue_refuses_in_words_with_a_retry_after_caches_retries_and_stops(
             finally:
                 await scheduler.stop()
 
-    run_own_loop(scenario)
+    run_own_loop(lambda: asyncio.wait_for(scenario(), SCENARIO_LIMIT_S))
