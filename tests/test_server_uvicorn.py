@@ -52,7 +52,17 @@ METHODS = {
     "resume_writing": ["self"],
 }
 # The protocol's own attributes server.py reads (once a connection is made).
-ATTRIBUTES = {"transport", "flow", "cycle", "pipeline", "connections", "client", "logger", "loop"}
+ATTRIBUTES = {
+    "transport",
+    "flow",
+    "cycle",
+    "pipeline",
+    "connections",
+    "client",
+    "logger",
+    "loop",
+    "scope",
+}
 # The flow control's and a request cycle's attributes server.py reads or sets.
 FLOW_ATTRIBUTES = {"read_paused", "write_paused"}
 CYCLE_ATTRIBUTES = {"response_complete", "response_started", "disconnected", "message_event"}
