@@ -273,3 +273,37 @@ def test_an_answer_before_the_body_still_times_the_next_request(timed: Address) 
         sock.sendall(b"x" * 10)
         assert read_all(sock, EVENT_WAIT_S) == b""
         assert time.monotonic() - started >= HEAD_TIMEOUT_S
+
+
+def test_pipelined_requests_are_all_answered_in_order(timed: Address) -> None:
+    paths = [b"/%d" % number for number in range(12)]
+    with socket.create_connection(timed) as sock:
+        sock.sendall(b"".join(b"GET " + path + b" HTTP/1.1\r\nHost: lab\r\n\r\n" for path in paths))
+        received = b""
+        sock.settimeout(EVENT_WAIT_S)
+        while received.count(b"HTTP/1.1 200") < len(paths) or not received.endswith(b"0\r\n\r\n"):
+            chunk = sock.recv(65536)
+            assert chunk, f"closed after {received.count(b'HTTP/1.1 200')} answers"
+            received += chunk
+    assert received.count(b"HTTP/1.1 ") == len(paths)
+
+
+def test_a_malformed_request_gets_uvicorns_400(timed: Address) -> None:
+    with socket.create_connection(timed) as sock:
+        sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+        answer = read_all(sock, EVENT_WAIT_S)
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+    assert answer.endswith(b"Invalid HTTP request received.")
+
+
+def test_a_deadline_after_the_answer_began_closes_without_a_second_answer(
+    timed: Address,
+) -> None:
+    # /early answers before reading its body; the body then stalls: a 408 after the 200 would
+    # be read as part of it, so the connection just closes.
+    with socket.create_connection(timed) as sock:
+        sock.sendall(b"POST /early HTTP/1.1\r\nHost: lab\r\nContent-Length: 10\r\n\r\nhalf")
+        answer = read_all(sock, EVENT_WAIT_S)
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    assert answer.count(b"HTTP/1.1") == 1, answer
+    assert not answer.endswith(b"<still open>")
