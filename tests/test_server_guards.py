@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.server, pytest.mark.xdist_group("clock")]
 @contextmanager
 def guarded(**limits: float) -> Iterator[Address]:
     """A uvicorn with ``GuardedHttpProtocol`` serving tests/stream_app.py under ``limits``."""
-    settings = Settings(confirm_enabled=False, **limits)  # type: ignore[arg-type]
+    settings = Settings(confirm_enabled=False, **limits)
     port = free_port()
     config = uvicorn.Config(
         stream_app.app,
