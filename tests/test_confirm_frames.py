@@ -86,9 +86,11 @@ def test_a_broken_frame_is_refused_without_waiting_for_more(raw: bytes, complain
     second.close()
 
 
+LESSON = {"eta": 0.1, "w": 1}
+
+
 def distinct(salt: int) -> Job:
-    body = {"counts": [1, 3], "means": [salt, 2], "eta": 0.1, "w": 1}
-    request = GradientRequest.model_validate(body)
+    request = GradientRequest.model_validate({**LESSON, "counts": [1, 3], "means": [salt, 2]})
     return job_from_request(request, 2)[0]
 
 
@@ -127,7 +129,9 @@ TWO_HELD = (
 
 
 @pytest.mark.distributed
-def test_the_queue_takes_clients_in_turn_merges_twins_and_caps_each_client() -> None:
+def test_the_queue_takes_clients_in_turn_merges_twins_and_caps_each_client(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     async def scenario() -> None:
         with tempfile.TemporaryDirectory(prefix="atlas-scheduler-") as folder:
             scheduler = Scheduler(two_ranks(folder, queue_limit=16, client_limit=2, cache_size=0))
@@ -168,6 +172,13 @@ def test_the_queue_takes_clients_in_turn_merges_twins_and_caps_each_client() -> 
                 assert scheduler.waiting == 0
                 # A's share is free again once its jobs are done.
                 assert (await scheduler.submit(distinct(5), "A")).cached is False
+                # A job of more ranks than the pool has (the web side never sends one) fails
+                # as a bug: its asker is answered, not left waiting, and the log says so.
+                wider = {**LESSON, "counts": [1, 1, 1], "means": [1, 2, 3]}
+                job = job_from_request(GradientRequest.model_validate(wider), 8)[0]
+                with pytest.raises(UnavailableError, match=r"^the confirmation failed: \S"):
+                    await scheduler.submit(job, "E")
+                assert "a confirmation job failed unexpectedly" in caplog.messages
             finally:
                 await scheduler.stop()
 
