@@ -186,7 +186,9 @@ def test_the_queue_takes_clients_in_turn_merges_twins_and_caps_each_client(
 
 
 @pytest.mark.distributed
-def test_the_queue_refuses_in_words_with_a_retry_after_caches_retries_and_stops() -> None:
+def test_the_queue_refuses_in_words_with_a_retry_after_caches_retries_and_stops(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """One client's share, the whole queue, the cache of finished jobs, a hung rank and the
     shutdown, on one pool: a queue of one waiting job, one job per client, two cached."""
 
@@ -231,6 +233,10 @@ def test_the_queue_refuses_in_words_with_a_retry_after_caches_retries_and_stops(
                 assert (retried.cached, retried.attempts, scheduler.runs) == (False, 2, 5)
                 assert process_gone(stopped)
                 assert stopped not in scheduler.pool.pids
+                assert (
+                    "confirm job failed on attempt 1: no answer from all 2 ranks within 2 s"
+                    " (a rank hung or was stopped); rebuilding the pool"
+                ) in caplog.messages
                 slowest = max(first.elapsed_ms, retried.elapsed_ms)
                 assert 0 < slowest < 500
 
@@ -262,10 +268,11 @@ def test_the_queue_refuses_in_words_with_a_retry_after_caches_retries_and_stops(
 
                 # Stopping: the job running and the one waiting are both answered, then the
                 # pool's ranks are gone.
+                # Asked at once while nothing runs: both are taken (a queue of one waiting).
                 running = asyncio.create_task(scheduler.submit(distinct(8), "A"))
-                await until_serving(scheduler, "A", running)
                 waiting = asyncio.create_task(scheduler.submit(distinct(9), "B"))
-                await asyncio.sleep(0)
+                await until_serving(scheduler, "A", running)
+                assert scheduler.waiting == 1
                 ranks = list(scheduler.pool.pids)
                 await scheduler.stop()
                 answers = await asyncio.wait_for(
