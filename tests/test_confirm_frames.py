@@ -194,6 +194,8 @@ def test_the_queue_refuses_in_words_with_a_retry_after_caches_retries_and_stops(
 
     async def scenario() -> None:
         with tempfile.TemporaryDirectory(prefix="atlas-scheduler-") as folder:
+            # A server that stops before anyone asked for a confirmation stops cleanly.
+            await Scheduler(two_ranks(folder)).stop()
             # A pool that takes longer to start than its operator allows: the job is refused.
             early = Scheduler(two_ranks(folder, start_timeout_s=0.001))
             try:
@@ -237,8 +239,10 @@ def test_the_queue_refuses_in_words_with_a_retry_after_caches_retries_and_stops(
                     "confirm job failed on attempt 1: no answer from all 2 ranks within 2 s"
                     " (a rank hung or was stopped); rebuilding the pool"
                 ) in caplog.messages
-                slowest = max(first.elapsed_ms, retried.elapsed_ms)
-                assert 0 < slowest < 500
+                # Each job is three DDP runs, each an all-reduce between two processes: far
+                # over 50 µs, and (for the retry too) well under half a second on this pool.
+                for outcome in (first, second, retried):
+                    assert 0.05 < outcome.elapsed_ms < 500
 
                 # A's job runs and B's waits: A's share and the queue are both full. A twin of
                 # B's job is no new job: it waits for the same run.
