@@ -6,6 +6,7 @@ tests/test_server.py runs the shipped ``python -m app`` in a child process; thes
 protocol where the test runs, which is also where mutation testing (docs/testing.md) sees which
 tests run which of its functions."""
 
+import logging
 import socket
 import threading
 import time
@@ -189,11 +190,15 @@ def test_a_body_at_a_fair_rate_is_answered(timed: Address) -> None:
         assert sock.recv(65536).startswith(b"HTTP/1.1 200")
 
 
-def test_an_answer_nobody_reads_is_dropped_after_the_write_timeout(timed: Address) -> None:
+def test_an_answer_nobody_reads_is_dropped_after_the_write_timeout(
+    timed: Address, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="uvicorn.error")
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     with sock:
         sock.connect(timed)
+        peer = "{}:{}".format(*sock.getsockname())
         sock.sendall(b"GET /big HTTP/1.1\r\nHost: lab\r\n\r\n")
         started = time.monotonic()
         time.sleep(WRITE_TIMEOUT_S + 0.5)  # the client that never reads, past the deadline
@@ -202,6 +207,8 @@ def test_an_answer_nobody_reads_is_dropped_after_the_write_timeout(timed: Addres
     assert not received.endswith(b"<still open>")
     assert len(received) < len(stream_app.BIG) // 2
     assert time.monotonic() - started >= WRITE_TIMEOUT_S
+    # The operator's debug log names the client and the deadline.
+    assert f"{peer}: answer not read within {WRITE_TIMEOUT_S:g} s; dropped" in caplog.messages
 
 
 def test_the_cap_closes_the_connection_longest_without_progress_not_the_oldest() -> None:
