@@ -273,6 +273,8 @@ def test_the_queue_refuses_in_words_with_a_retry_after_caches_retries_and_stops(
                 # Stopping: the job running and the one waiting are both answered, then the
                 # pool's ranks are gone.
                 # Asked at once while nothing runs: both are taken (a queue of one waiting).
+                # A stopped rank keeps the first from finishing before the stop.
+                os.kill(scheduler.pool.pids[-1], signal.SIGSTOP)
                 running = asyncio.create_task(scheduler.submit(distinct(8), "A"))
                 waiting = asyncio.create_task(scheduler.submit(distinct(9), "B"))
                 await until_serving(scheduler, "A", running)
