@@ -105,8 +105,8 @@ def assert_refused(answer: bytes, status: str, words: str) -> None:
 
 
 def test_a_head_not_completed_in_time_gets_408_in_words(timed: Address) -> None:
+    started = time.monotonic()  # before the server's clock: it starts as it accepts
     with socket.create_connection(timed) as sock:
-        started = time.monotonic()
         sock.sendall(b"GET / HTTP/1.1\r\nHost: lab\r\nX-Slow: ")
         answer = read_all(sock, EVENT_WAIT_S)
     assert time.monotonic() - started >= HEAD_TIMEOUT_S
@@ -116,8 +116,8 @@ def test_a_head_not_completed_in_time_gets_408_in_words(timed: Address) -> None:
 def test_a_silent_connection_and_an_idle_kept_alive_one_are_closed_without_a_word(
     timed: Address,
 ) -> None:
+    started = time.monotonic()  # before the server's clock: it starts as it accepts
     with socket.create_connection(timed) as sock:
-        started = time.monotonic()
         assert read_all(sock, EVENT_WAIT_S) == b""
     assert time.monotonic() - started >= HEAD_TIMEOUT_S
     with socket.create_connection(timed) as sock:
@@ -143,8 +143,8 @@ def test_the_head_size_limit_counts_the_url_and_each_header_line(timed: Address,
 
 
 def test_a_stalled_body_gets_408_naming_its_setting(timed: Address) -> None:
+    started = time.monotonic()  # before the server's clock: it starts as it accepts
     with socket.create_connection(timed) as sock:
-        started = time.monotonic()
         sock.sendall(b"POST / HTTP/1.1\r\nHost: lab\r\nContent-Length: 100\r\n\r\nsome")
         answer = read_all(sock, EVENT_WAIT_S)
     assert time.monotonic() - started >= BODY_TIMEOUT_S
@@ -199,8 +199,8 @@ def test_an_answer_nobody_reads_is_dropped_after_the_write_timeout(
     with sock:
         sock.connect(timed)
         peer = "{}:{}".format(*sock.getsockname())
-        sock.sendall(b"GET /big HTTP/1.1\r\nHost: lab\r\n\r\n")
         started = time.monotonic()
+        sock.sendall(b"GET /big HTTP/1.1\r\nHost: lab\r\n\r\n")
         time.sleep(WRITE_TIMEOUT_S + 0.5)  # the client that never reads, past the deadline
         received = read_all(sock, EVENT_WAIT_S)
     # The connection ended (reset or closed) with most of the megabyte never sent.
