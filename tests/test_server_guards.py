@@ -348,3 +348,18 @@ def test_a_deadline_after_the_answer_began_closes_without_a_second_answer(
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
     assert answer.count(b"HTTP/1.1") == 1, answer
     assert not answer.endswith(b"<still open>")
+
+
+def test_a_client_that_hangs_up_mid_answer_costs_one_debug_line(
+    timed: Address, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="uvicorn.error")
+    stream = open_stream(timed)
+    peer = "{}:{}".format(*stream.getsockname())
+    stream.close()
+    said = f"{peer} hung up before its answer was sent"
+    deadline = time.monotonic() + EVENT_WAIT_S
+    while said not in caplog.messages:
+        assert time.monotonic() < deadline, caplog.messages
+        time.sleep(0.01)
+    assert not [record for record in caplog.records if record.exc_info]
