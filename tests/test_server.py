@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import re
 import socket
 import struct
 import sys
@@ -235,9 +236,12 @@ POST_HEAD = (
 )
 
 
-def trickle(server: Server, declared: int, chunk: bytes, every_s: float, limit_s: float) -> bytes:
-    """POST a body of ``declared`` bytes as ``chunk`` every ``every_s`` seconds; the answer."""
-    with socket.create_connection(address(server)) as sock:
+def trickle_to(
+    server: tuple[str, int], declared: int, chunk: bytes, every_s: float, limit_s: float
+) -> bytes:
+    """POST a body of ``declared`` bytes as ``chunk`` every ``every_s`` seconds to the
+    ``server`` at this address; the answer."""
+    with socket.create_connection(server) as sock:
         sock.sendall(POST_HEAD % declared)
         deadline = time.monotonic() + limit_s
         sock.settimeout(every_s)
@@ -270,7 +274,7 @@ def test_a_body_slower_than_the_minimum_rate_gets_408(guarded: Server) -> None:
     # A byte every 0.1 s never pauses long enough for the stall timeout, but is far under the
     # rate: cut once the grace (BODY_TIMEOUT_S) and the few bytes' allowance are spent.
     started = time.monotonic()
-    answer = trickle(guarded, 1_000, b" ", every_s=0.1, limit_s=EVENT_WAIT_S)
+    answer = trickle_to(address(guarded), 1_000, b" ", every_s=0.1, limit_s=EVENT_WAIT_S)
     elapsed = time.monotonic() - started
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
     assert b"ATLAS_MIN_UPLOAD_RATE" in answer
@@ -280,7 +284,7 @@ def test_a_body_slower_than_the_minimum_rate_gets_408(guarded: Server) -> None:
 def test_a_body_at_a_fair_rate_but_too_long_meets_the_request_deadline(guarded: Server) -> None:
     # 1,000 bytes every 0.1 s is 10x the minimum rate; the request still ends at its deadline.
     started = time.monotonic()
-    answer = trickle(guarded, 900_000, b" " * 1_000, every_s=0.1, limit_s=EVENT_WAIT_S)
+    answer = trickle_to(address(guarded), 900_000, b" " * 1_000, every_s=0.1, limit_s=EVENT_WAIT_S)
     elapsed = time.monotonic() - started
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
     assert b"ATLAS_REQUEST_TIMEOUT_S" in answer
@@ -451,14 +455,14 @@ def capped_at_two() -> Iterator[Server]:
         stop(server)
 
 
-def answered(sock: socket.socket) -> bool:
-    """Ask /healthz on a kept-alive connection: whether a whole 200 came back (False once the
-    server has closed it)."""
+def answered(sock: socket.socket, path: bytes = b"/healthz") -> bool:
+    """GET ``path`` on a kept-alive connection: whether a whole 200 came back (False once the
+    server has closed it). The answer is whole at its Content-Length, or its last chunk."""
     try:
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: lab\r\n\r\n")
+        sock.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: lab\r\n\r\n")
         sock.settimeout(10)
         received = b""
-        while b"\r\n\r\n" not in received or not received.endswith(b"}"):
+        while not whole(received):
             chunk = sock.recv(65536)
             if not chunk:
                 return False
@@ -466,6 +470,14 @@ def answered(sock: socket.socket) -> bool:
     except (BrokenPipeError, ConnectionResetError):
         return False
     return received.startswith(b"HTTP/1.1 200")
+
+
+def whole(answer: bytes) -> bool:
+    head, found, body = answer.partition(b"\r\n\r\n")
+    if not found:
+        return False
+    length = re.search(rb"(?im)^content-length: *(\d+)", head)
+    return len(body) >= int(length[1]) if length else body.endswith(b"0\r\n\r\n")
 
 
 def test_the_cap_closes_the_connection_longest_without_progress_not_the_oldest(

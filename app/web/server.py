@@ -120,6 +120,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         found: list[tuple[float, str]] = []
         if self._stalled_since is not None:
             found.append((self._stalled_since + limits.write_timeout_s, "unread"))
+        if self.transport.is_closing():  # nothing more is read: only an unsent answer is timed
+            return found[0] if found else None
         if self._receiving == IDLE and not self._app_busy():
             found.append((self._since + limits.header_timeout_s, "idle"))
         elif self._receiving == HEAD:
@@ -181,6 +183,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             self._drop()
         elif reason == "idle":
             self.transport.close()
+            self._schedule()  # an answer the client has not taken is still timed
         else:
             self._refuse("408 Request Timeout", self._late(reason))
 
