@@ -18,11 +18,14 @@ from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
 from app.engine.class_states import BINS
+from app.live.access import student_cookie
 from app.live.store import SQLITE_FILE
 from app.main import create_app
 from bench._servers import Server
 from bench._sse import Event, read_events
-from tests.test_live import node, settings_for, soup, start_class, student
+from tests.conftest import INSTRUCTOR_PASSWORD
+from tests.test_course import course_folder
+from tests.test_live import SHARD, node, settings_for, soup, start_class, student
 from tests.test_live_server import join, serving
 from tests.test_live_server import start_class as start_class_async
 
@@ -288,3 +291,110 @@ def test_dragging_students_give_the_dashboard_the_picture_twice_a_second(
             assert max(len(event.data.encode()) for _, event in arrived[1:]) <= EVENT_LIMIT
 
     asyncio.run(run())
+
+
+def shared_state(data_dir: Path, nickname: str) -> str:
+    with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+        row = db.execute(
+            "SELECT shared_query FROM live_participants WHERE nickname = ?", (nickname,)
+        ).fetchone()
+    return str(row[0])
+
+
+def test_a_dragged_state_is_written_only_where_it_belongs(
+    client: TestClient, data_dir: Path
+) -> None:
+    """A drag's request reads no database (its cookie's signature and the state's fields), so
+    what it may not change is refused where the batch is written: a student removed, a cookie
+    renamed for another class, a class ended or without the lab change nothing and wake no
+    page; the others' states are written."""
+    drags = client.app.state.live_drags  # type: ignore[attr-defined]
+    code, other = start_class(client), start_class(client)
+    ada, bo, cy = (student(client, code, name) for name in ("Ada", "Bo", "Cy"))
+    state = lab_form(["5", "6"], ["1", "3"])
+    for pupil in (ada, bo, cy):
+        assert pupil.post(f"/class/{code}/state", content=state, headers=DRAGGED).status_code == 204
+    client.portal.call(drags.flush)
+    assert {shared_state(data_dir, n) for n in ("Ada", "Bo", "Cy")} == {
+        "counts=5,6&means=1,3&eta=0.1&w=10"
+    }
+
+    # Bo is removed; Ada's cookie is renamed for the other class (her signature is valid).
+    host = soup(client.get(f"/class/{code}/host").text)
+    bo_id = next(
+        b["value"] for b in host.select("button[aria-label^=Remove]") if "Bo" in b["aria-label"]
+    )
+    assert client.post(f"/class/{code}/remove", data={"participant": bo_id}).status_code == 200
+    renamed = student_cookie_of(ada, code)
+    thief = TestClient(client.app)
+    thief.portal = client.portal
+    thief.cookies.set(student_cookie(other), renamed)
+    moved = lab_form(["7", "6"], ["1", "3"])
+    before = version(data_dir, code), version(data_dir, other)
+    assert bo.post(f"/class/{code}/state", content=moved, headers=DRAGGED).status_code == 204
+    assert thief.post(f"/class/{other}/state", content=moved, headers=DRAGGED).status_code == 204
+    client.portal.call(drags.flush)
+    assert shared_state(data_dir, "Ada") == "counts=5,6&means=1,3&eta=0.1&w=10"
+    assert (version(data_dir, code), version(data_dir, other)) == before  # no page woken
+
+    # Cy's drag is written; after the class ends, Ada's is not.
+    assert cy.post(f"/class/{code}/state", content=moved, headers=DRAGGED).status_code == 204
+    client.portal.call(drags.flush)
+    assert shared_state(data_dir, "Cy") == "counts=7,6&means=1,3&eta=0.1&w=10"
+    assert client.post(f"/class/{code}/end").status_code == 200
+    assert ada.post(f"/class/{code}/state", content=moved, headers=DRAGGED).status_code == 204
+    client.portal.call(drags.flush)
+    assert shared_state(data_dir, "Ada") == "counts=5,6&means=1,3&eta=0.1&w=10"
+
+    # Without a student's cookie: the join form, nothing taken.
+    stranger = TestClient(client.app)
+    stranger.portal = client.portal
+    refused = stranger.post(
+        f"/class/{other}/state", content=moved, headers=DRAGGED, follow_redirects=False
+    )
+    assert refused.status_code == 303
+    assert refused.headers["location"] == f"/join/{other}"
+    assert drags.pending == {}
+
+
+def student_cookie_of(client: TestClient, code: str) -> str:
+    value = client.cookies.get(student_cookie(code))
+    assert value
+    return value
+
+
+def test_a_class_without_the_lab_takes_no_dragged_state(tmp_path: Path) -> None:
+    (tmp_path / "course").mkdir()
+    settings = settings_for(tmp_path / "data", lesson_path=course_folder(tmp_path / "course"))
+    with TestClient(create_app(settings)) as client:
+        drags = client.app.state.live_drags  # type: ignore[attr-defined]
+        started = client.post(
+            "/class/new",
+            data={"lesson": SHARD, "password": INSTRUCTOR_PASSWORD},
+            follow_redirects=False,
+        )
+        shard = started.headers["location"].split("/")[2]
+        dee = student(client, shard, "Dee")
+        state = lab_form(["7", "6"], ["1", "3"])
+        assert dee.post(f"/class/{shard}/state", content=state, headers=DRAGGED).status_code == 204
+        client.portal.call(drags.flush)
+        assert shared_state(tmp_path / "data", "Dee") == ""
+
+
+def test_a_drag_sent_before_send_to_everyone_does_not_undo_it(
+    client: TestClient, data_dir: Path
+) -> None:
+    """Ada drags, and the instructor sends a state to everyone before her drag is written: she
+    is at the state sent (her page was moved to it); a drag after the send is hers again."""
+    drags = client.app.state.live_drags  # type: ignore[attr-defined]
+    code = start_class(client)
+    ada = student(client, code, "Ada")
+    dragged = lab_form(["5", "6"], ["1", "3"])
+    assert ada.post(f"/class/{code}/state", content=dragged, headers=DRAGGED).status_code == 204
+    sent = {"counts": "4,4", "means": "1,3", "eta": "0.1", "w": "10"}
+    assert client.post(f"/class/{code}/lab", data=sent).status_code == 200
+    client.portal.call(drags.flush)
+    assert shared_state(data_dir, "Ada") == "counts=4,4&means=1,3&eta=0.1&w=10"
+    assert ada.post(f"/class/{code}/state", content=dragged, headers=DRAGGED).status_code == 204
+    client.portal.call(drags.flush)
+    assert shared_state(data_dir, "Ada") == "counts=5,6&means=1,3&eta=0.1&w=10"

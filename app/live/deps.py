@@ -32,19 +32,12 @@ class Redirect(Exception):  # noqa: N818  (not an error: where to go instead)
     status: int = 303
 
 
-# Posts whose transaction only reads: a dragged lab state is written later, in a batch
-# (app/live/drags.py), so it does not queue behind this worker's writers nor they behind it.
-READING_POSTS = frozenset({"class_state"})
-
-
 async def db_session(request: Request) -> AsyncIterator[AsyncSession]:
     """The request's one transaction: committed when the route returns (before its answer is
     sent), rolled back if it raises. After commit, this worker's streams of each class changed
     look again (the other workers learn of it from the database: app/live/notify.py)."""
     db: Store = request.app.state.live_store
-    route = getattr(request.scope.get("route"), "name", "")
-    write = request.method not in ("GET", "HEAD") and route not in READING_POSTS
-    async with db.session(write=write) as session:
+    async with db.session(write=request.method not in ("GET", "HEAD")) as session:
         yield session
     feeds: Feeds = request.app.state.live_feeds
     feeds.wake(session.info.pop(store.CHANGED, ()))
@@ -53,7 +46,15 @@ async def db_session(request: Request) -> AsyncIterator[AsyncSession]:
 # scope="function": the transaction ends when the route returns, before the answer goes out,
 # so an acknowledged answer is a committed one.
 Session = Annotated[AsyncSession, Depends(db_session, scope="function")]
-Service = Annotated[LiveService, Depends(service_of)]
+
+
+async def live_service(request: Request) -> LiveService:
+    """The app's live service (``async``: a plain ``def`` dependency would cost every request of
+    the class a trip to the thread pool)."""
+    return service_of(request)
+
+
+Service = Annotated[LiveService, Depends(live_service)]
 
 
 @dataclass
@@ -154,6 +155,27 @@ async def joined(request: Request, live: Class, student: MaybeStudent) -> Partic
 
 
 Joined = Annotated[Participant, Depends(joined)]
+
+
+@dataclass(frozen=True)
+class Signed:
+    """The student's cookie for the class of the URL, checked by its signature alone: whom the
+    class let in. Whether they are in it still, the database says when it is read."""
+
+    code: str
+    token: str
+
+
+async def signed_student(request: Request, code: str) -> Signed:
+    """The student by their signed cookie, without the database; without it, the join form."""
+    known = read_code(code) or code
+    token = access.student_token(request, known)
+    if token is None:
+        raise Redirect(route_path(request, "join_code", code=known))
+    return Signed(known, token)
+
+
+SignedStudent = Annotated[Signed, Depends(signed_student)]
 
 
 async def stream_turn(request: Request) -> AsyncIterator[Turn]:

@@ -72,7 +72,7 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
         free=settings.code_misses_per_minute,
     )
     app.state.live_streams = Streams(settings.max_streams)
-    app.state.live_drags = drags = Drags(store, feeds.wake)
+    app.state.live_drags = drags = Drags(store, feeds.wake, service.has_lab)
     await source.start()
     await drags.start()
     purging = asyncio.create_task(_daily_purge(store, settings), name="live-daily-purge")

@@ -31,6 +31,7 @@ from app.live.deps import (
     Screen,
     Service,
     Session,
+    SignedStudent,
     StreamTurn,
     hosted,
     screened,
@@ -700,18 +701,23 @@ async def class_share(
     name="class_state",
     status_code=204,
     response_class=Response,
-    responses={**POSTED, 204: {"description": "Taken: written with the others within 0.25 s."}},
+    responses={
+        **POSTED,
+        204: {
+            "description": "Taken: written with the others within 0.25 s, if the student is"
+            " still in the class, the class goes on and its lesson has the lab."
+        },
+    },
 )
 async def class_state(
     request: Request,
-    live: Class,
-    participant: Joined,
+    student: SignedStudent,
     service: Service,
     form: Annotated[LabForm, Form(default_factory=LabForm)],
 ) -> Response:
     """My lab state as I drag (the lab's own fields), sent by the page at most once a second:
-    204, or 422 naming the field."""
-    service.drag_lab(live, participant, form.fields(), request.app.state.live_drags)
+    204, or 422 naming the field. The request reads no database (app/live/drags.py)."""
+    service.drag_lab(student.code, student.token, form.fields(), request.app.state.live_drags)
     return Response(status_code=204)
 
 

@@ -164,7 +164,10 @@ class LiveService:
     # ---- reading ----------------------------------------------------------------------
 
     def lesson_of(self, live: LiveClass) -> CourseLesson:
-        return self.course.lesson(live.lesson) or self.course.lessons[0]
+        return self.lesson_of_slug(live.lesson)
+
+    def lesson_of_slug(self, slug: str) -> CourseLesson:
+        return self.course.lesson(slug) or self.course.lessons[0]
 
     def state(self, live: LiveClass) -> ClassState:
         """The class's row as its pages show it."""
@@ -321,7 +324,7 @@ class LiveService:
         await store.change(session, live.id, show_live=shown)
 
     def _has_lab(self, live: LiveClass) -> None:
-        if not self.lesson_of(live).parts.gradient_lab:
+        if not self.has_lab(live.lesson):
             raise ConflictError("This class's lesson has no gradient lab to share a state of.")
 
     async def share_lab(
@@ -332,7 +335,7 @@ class LiveService:
         self._has_lab(live)
         valid = valid_lab_query(query)
         await store.set_every_lab_state(session, live.id, valid)
-        await store.change(session, live.id, lab_query=valid)
+        await store.change(session, live.id, lab_query=valid, lab_sent_at=store.moment())
 
     async def project(
         self, session: AsyncSession, live: LiveClass, participant_id: int | None
@@ -479,23 +482,15 @@ class LiveService:
             participant.shared_query = valid
             await store.change(session, live.id)
 
-    def drag_lab(
-        self,
-        live: LiveClass,
-        participant: Participant,
-        query: Mapping[str, str],
-        drags: Drags,
-    ) -> None:
-        """The student's lab state as they drag: validated now (a refusal names its field),
-        written with the others sent within a moment (app/live/drags.py); the same state
-        again changes nothing."""
-        self._has_lab(live)
-        if live.ended_at is not None:
-            raise ConflictError("This class has ended.")
-        valid = valid_lab_query(query)
-        latest = drags.latest(participant.id)
-        if valid != (participant.shared_query if latest is None else latest):
-            drags.put(live.id, participant.id, valid)
+    def drag_lab(self, code: str, token: str, query: Mapping[str, str], drags: Drags) -> None:
+        """The lab state of the student holding ``token``, as they drag in class ``code``:
+        validated now (a refusal names its field), written with the others sent within a
+        moment where it belongs (app/live/drags.py)."""
+        drags.put(code, token, valid_lab_query(query))
+
+    def has_lab(self, lesson: str) -> bool:
+        """Whether the lesson of this slug (a class's) has the gradient lab."""
+        return self.lesson_of_slug(lesson).parts.gradient_lab
 
 
 def _clash_message(nickname: str, clash: str | None) -> str:

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     ForeignKey,
@@ -62,7 +62,12 @@ CHANGED = "changed classes"  # the key in session.info
 
 def now() -> datetime:
     """UTC now, to the second: what the export writes (ISO 8601)."""
-    return datetime.now(UTC).replace(microsecond=0, tzinfo=None)
+    return moment().replace(microsecond=0)
+
+
+def moment() -> datetime:
+    """UTC now, to the microsecond: to tell which of two events came first."""
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 class Base(DeclarativeBase):
@@ -92,6 +97,8 @@ class LiveClass(Base):
     rounds: Mapped[int] = mapped_column(default=1, server_default="1")
     round: Mapped[int] = mapped_column(default=1, server_default="1")
     timer_ends_at: Mapped[datetime | None] = mapped_column(default=None)
+    # When a lab state was last sent to everyone (``lab_query``): drags from before it yield.
+    lab_sent_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class Participant(Base):
@@ -349,6 +356,36 @@ async def set_every_lab_state(session: AsyncSession, class_id: int, query: str) 
     await session.execute(
         update(Participant).where(Participant.class_id == class_id).values(shared_query=query)
     )
+
+
+class Dragging(NamedTuple):
+    """A student of a class that goes on, as a dragged state is checked against."""
+
+    id: int
+    token: str
+    class_id: int
+    shared_query: str
+    code: str
+    lesson: str
+    lab_sent_at: datetime | None
+
+
+async def dragging(session: AsyncSession, tokens: Sequence[str]) -> list[Dragging]:
+    """The students holding these tokens whose class has not ended (one statement)."""
+    found = await session.execute(
+        select(
+            Participant.id,
+            Participant.token,
+            Participant.class_id,
+            Participant.shared_query,
+            LiveClass.code,
+            LiveClass.lesson,
+            LiveClass.lab_sent_at,
+        )
+        .join(LiveClass, LiveClass.id == Participant.class_id)
+        .where(Participant.token.in_(tokens), LiveClass.ended_at.is_(None))
+    )
+    return [Dragging(*row) for row in found]
 
 
 async def save_lab_states(session: AsyncSession, states: Sequence[tuple[int, str]]) -> None:
