@@ -36,9 +36,11 @@ from app.live.view import student_view
 
 log = logging.getLogger("atlas")
 MIN_GAP_S = 0.1
-# The dashboard's picture of the class's lab states is sent at most once in this gap: 500
-# students dragging change the class 10 times a second, the picture follows twice a second.
+# The dashboard's details (its roster, counts of students, shared labs and the picture of the
+# class's lab states) are sent at most once in this gap: 500 students dragging change the class
+# 10 times a second, the details follow twice a second. The parts in URGENT go at once.
 LABS_GAP_S = 0.5
+URGENT = frozenset({"host-now"})
 PING_S = 15
 
 
@@ -264,43 +266,49 @@ def _stream(
 
 
 @dataclass
-class _Picture:
-    """What one dashboard stream last sent of the class's lab states, and whether a change is
+class _Details:
+    """What one dashboard stream last sent of its details (the roster, the counts of students,
+    the shared labs and the picture of the class's lab states), and whether a change of them is
     held back until the gap ends."""
 
-    key: object = None
+    picture: object = None
     sent_at: float = float("-inf")
     held: bool = False
 
 
 def host_stream(request: Request, turn: Turn, class_id: int, device: str) -> EventSourceResponse:
     """The dashboard: its live parts whole first (a page that reconnects may show older ones),
-    then each part again only when it changed (the counts and bars, the students who
-    need attention, the shared labs): a class of 2,000 sends a dozen rows at most, never its
-    roster. The picture of the class's lab states (#class-labs) comes with the first event,
-    then when it changed, at most once every ``LABS_GAP_S``: a change within the gap is held
-    back and sent when the gap ends."""
+    then each part again only when it changed, a class of 2,000 sends a dozen rows at most,
+    never its roster. What the instructor acts on (``URGENT``: the question, its bars and the
+    counts joined and answered) goes at once; the details (the students who need attention,
+    the counts of each kind, the shared labs, the picture of the class's lab states) at most
+    once every ``LABS_GAP_S``: a change within the gap is held back and sent when it ends, so
+    500 students dragging send the dashboard two events a second, not ten."""
     sent: dict[str, str] = {}  # what the page shows now, by part
-    labs = _Picture()
+    details = _Details()
 
     def held_until() -> float | None:
-        return labs.sent_at + LABS_GAP_S if labs.held else None
+        return details.sent_at + LABS_GAP_S if details.held else None
 
     def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent]:
-        nonlocal sent
         parts = host_parts(request, snapshot)
         changed = {part: html for part, html in parts.items() if sent.get(part) != html}
-        sent = parts
+        picture = labs_key(snapshot)
+        now = time.monotonic()
+        if last is None or now >= details.sent_at + LABS_GAP_S:
+            show_picture = picture != details.picture
+            if changed.keys() - URGENT or show_picture:
+                details.sent_at = now
+            details.held = False
+        else:
+            show_picture = False
+            details.held = bool(changed.keys() - URGENT) or picture != details.picture
+            changed = {part: html for part, html in changed.items() if part in URGENT}
+        sent.update(changed)
         html = host_changes(request, changed)
-        key = labs_key(snapshot)
-        labs.held = False
-        if key != labs.key:
-            now = time.monotonic()
-            if last is None or now >= labs.sent_at + LABS_GAP_S:
-                html += class_labs_html(request, snapshot)
-                labs.key, labs.sent_at = key, now
-            else:
-                labs.held = True
+        if show_picture:
+            html += class_labs_html(request, snapshot)
+            details.picture = picture
         if html:
             yield ServerSentEvent(data=html, event="host")
 
