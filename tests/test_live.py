@@ -232,9 +232,10 @@ def test_in_a_course_the_class_follows_the_lesson_chosen(tmp_path: Path) -> None
         host.post(
             f"/class/{code}/lab", data={"counts": "2,6", "means": "1,3", "eta": "0.1", "w": "10"}
         )
-        link = node(pupil.get(f"/class/{code}").text, "#class-lab a")["href"]
-        assert str(link).startswith(f"/learn/{GRADIENT}/?")
-        assert pupil.get(str(link)).status_code == 200
+        # The student's own lab is the gradient lesson's, at the state sent.
+        own = soup(pupil.get(f"/class/{code}").text)
+        assert [i["value"] for i in own.select("#lab-form input[name=counts]")] == ["2", "6"]
+        assert own.select_one("#class-lab-sent") is not None
 
 
 def test_an_unknown_class_is_an_html_404(app_client: TestClient) -> None:
@@ -513,22 +514,22 @@ def test_the_shared_lab_state_shows_the_lessons_numbers(app_client: TestClient) 
     assert node(bad.text, "#eta-error").get_text(strip=True)
     assert node(bad.text, "#lab-eta")["value"] == "fast"
     assert app_client.post(f"/class/{code}/lab", data=state).status_code == 200
-    lab = node(pupil.get(f"/class/{code}").text, "#class-lab")
+    # The student's own lab is at the state sent, and says so.
+    lab = node(pupil.get(f"/class/{code}").text, "#class-own-lab")
+    assert "sent this state to everyone" in words(node(str(lab), "#class-lab-sent"))
     # Exact: g = (2·1 + 6·3)/8 = 5/2, the rank mean (1 + 3)/2 = 2; w_new = 10 - η·g.
     counts, means = [2, 6], [1, 3]
     g = sum(Fraction(n) * m for n, m in zip(counts, means, strict=True)) / sum(counts)
     eta, w = Fraction(1, 10), Fraction(10)
-    figures = {dd["data-value"]: dd.get_text(strip=True) for dd in lab.select("dd")}
+    figures = {tag["data-value"]: tag.get_text(strip=True) for tag in lab.select("[data-value]")}
     assert Fraction(figures["g"]) == g == Fraction(5, 2)
     assert Fraction(figures["rank-mean"]) == Fraction(2)
     assert Fraction(figures["w-new"]) == w - eta * g == Fraction(39, 4)  # 9.75
     assert Fraction(figures["w-new-rank-mean"]) == Fraction(49, 5)  # 9.8
-    link = lab.select_one("a")
-    assert link is not None
-    assert "counts=2" in str(link["href"])
-    assert "#lab" in str(link["href"])
-    opened = pupil.get(str(link["href"]))
-    assert opened.status_code == 200
+    # Once she moves on, her lab is hers: no longer the state sent.
+    moved = {**state, "counts": "3,6"}
+    assert pupil.post(f"/class/{code}/share", data=moved, follow_redirects=False).status_code == 303
+    assert soup(pupil.get(f"/class/{code}").text).select_one("#class-lab-sent") is None
 
 
 def test_a_students_shared_state_goes_on_the_projector_without_their_name(

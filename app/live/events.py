@@ -336,7 +336,7 @@ def student_stream(
         if student is None:
             return None
         view = student_view(snapshot, student)
-        return (view.key, snapshot.lab_query, snapshot.ended)
+        return (view.key, snapshot.ended)
 
     def sent_to_me(snapshot: Snapshot, last: Snapshot | None) -> bool:
         """Whether the instructor has just sent a state to everyone: this student's state

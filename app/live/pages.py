@@ -119,20 +119,17 @@ def screen_context(request: Request, snapshot: Snapshot) -> dict[str, Any]:
 
 
 def student_context(request: Request, state: ClassState, student: Student) -> dict[str, Any]:
-    path = lesson_path(request, state)
     view = student_view(state, student)
     # What the live part shows, as a digest on it: the page's script does not swap in the same
     # part again (a stream's first event just after the page loaded would drop a choice ticked
     # meanwhile).
-    shows = repr((view.key, state.lab_query, state.ended))
+    shows = repr((view.key, state.ended))
     return {
         "request": request,
         "code": state.code,
         "ended": state.ended,
         "view": view,
         "shows": hashlib.sha256(shows.encode()).hexdigest()[:16],
-        "lab": shared_lab(state.lab, state.lab_query, path),
-        "has_lab": state.lesson.parts.gradient_lab,
     }
 
 
@@ -141,16 +138,15 @@ def student_lab(
 ) -> dict[str, Any] | None:
     """The student's own lab (live/_class_lab.html): the lesson page's lab context at ``typed``
     (a refused form, as sent), else their last state, else the state sent to everyone, else the
-    lesson's example; None once the class has ended or when the lesson has no lab."""
+    lesson's example (``sent``: it is the state sent to everyone); None once the class has
+    ended or when the lesson has no lab."""
     if state.ended or not state.lesson.parts.gradient_lab:
         return None
-    query: Mapping[str, str] = (
-        typed
-        if typed is not None
-        else ImmutableMultiDict(parse_qsl(student.shared_query or state.lab_query))
-    )
+    shown = student.shared_query or state.lab_query
+    query: Mapping[str, str] = typed if typed is not None else ImmutableMultiDict(parse_qsl(shown))
     return {
         **page_context(query),
+        "sent": typed is None and bool(state.lab_query) and shown == state.lab_query,
         "in_class": route_path(request, "class_share", code=state.code),
         "drag_url": route_path(request, "class_state", code=state.code),
     }
