@@ -83,12 +83,17 @@ def is_host(request: Request, code: str, host_token: str) -> bool:
     return held is not None and hmac.compare_digest(held, host_token)
 
 
+def signed_host(request: Request, code: str) -> bool:
+    """The request carries a host cookie this server signed for class ``code`` (whether it is
+    the class's now, the database says)."""
+    return _read(request, host_cookie(code), HOST_SALT) is not None
+
+
 def holds_cookie_for(request: Request, code: str) -> bool:
     """The request carries a cookie this server signed for class ``code`` (its host's or a
     student's), valid or not for the class now: it was given the code."""
     return (
-        _read(request, host_cookie(code), HOST_SALT) is not None
-        or _read(request, student_cookie(code), STUDENT_SALT) is not None
+        signed_host(request, code) or _read(request, student_cookie(code), STUDENT_SALT) is not None
     )
 
 

@@ -34,10 +34,15 @@ class Redirect(Exception):  # noqa: N818  (not an error: where to go instead)
 
 async def db_session(request: Request) -> AsyncIterator[AsyncSession]:
     """The request's one transaction: committed when the route returns (before its answer is
-    sent), rolled back if it raises. After commit, this worker's streams of each class changed
+    sent), rolled back if it raises; a post with the class's host cookie writes before the
+    students' posts waiting. After commit, this worker's streams of each class changed
     look again (the other workers learn of it from the database: app/live/notify.py)."""
     db: Store = request.app.state.live_store
-    async with db.session(write=request.method not in ("GET", "HEAD")) as session:
+    write = request.method not in ("GET", "HEAD")
+    # The instructor's actions take this worker's next turn to write (app/live/store.py).
+    code = read_code(request.path_params.get("code", ""))
+    first = write and code is not None and access.signed_host(request, code)
+    async with db.session(write=write, first=first) as session:
         yield session
     feeds: Feeds = request.app.state.live_feeds
     feeds.wake(session.info.pop(store.CHANGED, ()))

@@ -11,6 +11,7 @@ declared cascades (SQLite enforces them with ``foreign_keys=ON``).
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -196,6 +197,44 @@ def make_engine(url: str, pool_size: int = 5, max_overflow: int = 10) -> AsyncEn
     return create_async_engine(url, pool_pre_ping=True, connect_args=connect_args(url), **pool)
 
 
+class WriteTurns:
+    """This worker's writers, one at a time, in the order they came, except that those asked
+    ``first`` go before all the others waiting: a click on *Pause* does not wait behind the
+    hundreds of answers a lecture hall sends in a second."""
+
+    def __init__(self) -> None:
+        self._busy = False
+        self._first: deque[asyncio.Future[None]] = deque()
+        self._others: deque[asyncio.Future[None]] = deque()
+
+    @asynccontextmanager
+    async def turn(self, first: bool = False) -> AsyncIterator[None]:
+        if self._busy:
+            handed = asyncio.get_running_loop().create_future()
+            (self._first if first else self._others).append(handed)
+            try:
+                await handed
+            except asyncio.CancelledError:
+                if handed.done() and not handed.cancelled():
+                    self._hand_on()  # given the turn as it was cancelled: the next one's
+                raise
+        self._busy = True
+        try:
+            yield
+        finally:
+            self._hand_on()
+
+    def _hand_on(self) -> None:
+        """The turn to the next writer waiting (``first`` ones before), or to none."""
+        for waiting in (self._first, self._others):
+            while waiting:
+                handed = waiting.popleft()
+                if not handed.done():  # not cancelled meanwhile
+                    handed.set_result(None)
+                    return
+        self._busy = False
+
+
 class Store:
     """The engine and its sessions: one session per request (app/live/deps.py), committed or
     rolled back whole.
@@ -212,18 +251,19 @@ class Store:
         # (1, 2, 5, 10 … ms): 500 answers at once, each holding the write lock across the event
         # loop's turns, slept for seconds. This worker's writers queue here instead, and only
         # another worker's writer can make one wait in SQLite. PostgreSQL locks rows itself.
-        self._writing = asyncio.Lock() if self.engine.dialect.name == "sqlite" else None
+        self._writing = WriteTurns() if self.engine.dialect.name == "sqlite" else None
         self.feed_engine = make_engine(url, pool_size=2, max_overflow=2)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self._feed_sessions = async_sessionmaker(self.feed_engine, expire_on_commit=False)
 
     @asynccontextmanager
-    async def session(self, write: bool = True) -> AsyncIterator[AsyncSession]:
+    async def session(self, write: bool = True, first: bool = False) -> AsyncIterator[AsyncSession]:
         """One transaction; ``write``: it may write (on SQLite it waits for this worker's
-        writers before it, see above)."""
+        writers before it, see above; ``first``: before those that are not, as the instructor's
+        actions go before a hall's answers)."""
         async with contextlib.AsyncExitStack() as stack:
             if write and self._writing is not None:
-                await stack.enter_async_context(self._writing)
+                await stack.enter_async_context(self._writing.turn(first))
             session = await stack.enter_async_context(self._sessions())
             await stack.enter_async_context(session.begin())
             yield session
