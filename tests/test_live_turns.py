@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
 from app.live.store import WriteTurns
@@ -129,3 +130,27 @@ def test_a_pause_goes_before_the_answers_waiting_to_be_written(client: TestClien
         refused = answer.result()
     assert refused.status_code == 409  # written after the pause: answering is paused
     assert "paused" in refused.text.lower()
+
+
+def test_a_pause_shows_from_its_own_reply(client: TestClient) -> None:
+    """The pacing controls post with htmx: the reply carries the dashboard's live parts as the
+    action's transaction left them, so the dashboard shows the pause when its post returns (its
+    stream may be on another worker, which learns of it later)."""
+    first = questions()[0]
+    code = start_class(client)
+    student(client, code, "Ada")
+    htmx = {"HX-Request": "true"}
+    assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+    paused = client.post(f"/class/{code}/pause", headers=htmx)
+    assert paused.status_code == 200
+    page = BeautifulSoup(paused.text, "html.parser")
+    now = page.select_one("#host-now[hx-swap-oob]")
+    assert now is not None
+    state = now.select_one(".live-state")
+    assert state is not None
+    assert "paused" in state.get_text().lower()
+    assert now.select_one("#participant-count").get_text() == "1"  # type: ignore[union-attr]
+    # A refusal brings only its reason.
+    again = client.post(f"/class/{code}/ask", data={"question": "no-such-question"}, headers=htmx)
+    assert again.status_code == 422
+    assert BeautifulSoup(again.text, "html.parser").select_one("[hx-swap-oob]") is None

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
+from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import ImmutableMultiDict
 from starlette.exceptions import HTTPException
@@ -42,7 +43,9 @@ from app.live.guesses import TooManyGuessesError
 from app.live.instructor import check_password
 from app.live.pages import (
     NO_STORE,
+    host_changes,
     host_page,
+    host_parts,
     page,
     screen_context,
     student_context,
@@ -331,8 +334,10 @@ async def _acted(
     lab_form: Mapping[str, str] | None = None,
 ) -> Response:
     """A host action done: 303 back to the dashboard; refused: the dashboard with the reason.
-    Sent by htmx (the pacing controls), only the reason or nothing comes back: the dashboard's
-    stream shows what the action changed, and a 2,000-row page is not loaded again."""
+    Sent by htmx (the pacing controls), the reason comes back, or the dashboard's live parts as
+    this transaction leaves them (out-of-band swaps: the dashboard shows a *Pause* when its
+    post returns, not when its stream next reads the class); a 2,000-row page is not loaded
+    again."""
     htmx = request.headers.get("HX-Request") == "true"
     try:
         await action
@@ -342,7 +347,10 @@ async def _acted(
             return page(request, "live/_host_error.html", context, status_code=status_of(error))
         return await _host_page(request, session, service, live, error, lab_form)
     if htmx:
-        return page(request, "live/_host_error.html", {"error": None})
+        snapshot = await service.snapshot(session, live.id)
+        parts = host_parts(request, snapshot) if snapshot is not None else {}
+        changes = Markup(host_changes(request, parts))
+        return page(request, "live/_host_error.html", {"error": None, "changes": changes})
     return _see(request, "class_host", code=live.code)
 
 
