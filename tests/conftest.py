@@ -41,8 +41,9 @@ CHROMIUM_ARGS = [
 ]
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
-# Private PostgreSQL servers (postgres_server, postgres_url, private_postgres).
-pytest_plugins = ("tests.servers",)
+# Private PostgreSQL servers (postgres_server, postgres_url, private_postgres); xdist's groups
+# kept under pytest 9.2.
+pytest_plugins = ("tests.servers", "tests.xdist_groups")
 
 
 # What `make test-quick` leaves out (-m "not browser and not distributed and not server and not
