@@ -65,14 +65,29 @@ class Classroom:
             self.server = None
 
 
-@pytest.fixture
-def classroom(tmp_path: Path) -> Iterator[Classroom]:
-    room = Classroom(tmp_path / "data", free_port())
+@contextlib.contextmanager
+def running(data_dir: Path) -> Iterator[Classroom]:
+    room = Classroom(data_dir, free_port())
     room.start()
     try:
         yield room
     finally:
         room.stop()
+
+
+@pytest.fixture(scope="module")
+def classroom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Classroom]:
+    """One server for the module's tests that leave it running: each starts a class of its own
+    (its own code, host and students), so none sees another's."""
+    with running(tmp_path_factory.mktemp("classroom") / "data") as room:
+        yield room
+
+
+@pytest.fixture
+def own_classroom(tmp_path: Path) -> Iterator[Classroom]:
+    """A server of the test's own, which it may stop and start."""
+    with running(tmp_path / "data") as room:
+        yield room
 
 
 def start_class(host: Any, url: str) -> str:
@@ -169,8 +184,9 @@ def test_a_class_runs_live_for_three_students(isolated: Any, classroom: Classroo
 
 
 def test_a_student_reconnects_after_the_server_restarts(
-    isolated: Any, classroom: Classroom
+    isolated: Any, own_classroom: Classroom
 ) -> None:
+    classroom = own_classroom
     first, second = questions()[:2]
     host = isolated(viewport=DESKTOP)
     code = start_class(host, classroom.url)
