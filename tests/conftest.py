@@ -105,10 +105,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        # Under `--dist loadgroup` a module's browser tests run on one worker: one Chromium and
-        # one set of pages per module (module-scoped fixtures), not one on each worker.
-        if "browser" in fixtures and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(f"browser-{item.path.stem}"))
+        # Under `--dist loadgroup` a module's tests that share a module-scoped fixture (a
+        # Chromium and its pages, a server, a pool) run on one worker: the fixture starts once,
+        # not once on each worker.
+        if shares_module_fixture(item) and item.get_closest_marker("xdist_group") is None:
+            module = item.path.relative_to(ROOT / "tests").with_suffix("")
+            item.add_marker(pytest.mark.xdist_group(f"module-{module.as_posix()}"))
         params = getattr(getattr(item, "callspec", None), "params", {})
         if (
             fixtures & SERVER_FIXTURES
@@ -118,6 +120,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.server)
         if fixtures & POOL_FIXTURES:
             item.add_marker(pytest.mark.distributed)
+
+
+def shares_module_fixture(item: pytest.Item) -> bool:
+    """Whether the test takes a module-scoped fixture, itself or through another fixture."""
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    return any(d.scope == "module" for defs in definitions for d in defs)
 
 
 @pytest.fixture(scope="session")
