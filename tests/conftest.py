@@ -24,9 +24,12 @@ from app.settings import Settings
 # The suite shares two cores with other work: one example's wall time says nothing about the
 # code (a 0.7 ms example took 850 ms under load), so property tests run without a deadline.
 hypothesis_settings.register_profile("shared-machine", deadline=None)
-# `make test-quick`: a tenth of the examples, for the inner loop; `make test` runs them all.
-hypothesis_settings.register_profile("quick", deadline=None, max_examples=10)
-hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "shared-machine"))
+# `make test-quick`: at most 10 examples a property, for the inner loop (a test's own
+# @settings(max_examples=...) included: see quick_examples); `make test` runs them all.
+QUICK_EXAMPLES = 10
+hypothesis_settings.register_profile("quick", deadline=None, max_examples=QUICK_EXAMPLES)
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "shared-machine")
+hypothesis_settings.load_profile(PROFILE)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("ATLAS_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -41,8 +44,9 @@ CHROMIUM_ARGS = [
 ]
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
-# Private PostgreSQL servers (postgres_server, postgres_url, private_postgres).
-pytest_plugins = ("tests.servers",)
+# Private PostgreSQL servers (postgres_server, postgres_url, private_postgres); xdist's groups
+# kept under pytest 9.2.
+pytest_plugins = ("tests.servers", "tests.xdist_groups")
 
 
 # What `make test-quick` leaves out (-m "not browser and not distributed and not server and not
@@ -104,10 +108,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        # Under `--dist loadgroup` a module's browser tests run on one worker: one Chromium and
-        # one set of pages per module (module-scoped fixtures), not one on each worker.
-        if "browser" in fixtures and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(f"browser-{item.path.stem}"))
+        # Under `--dist loadgroup` a module's tests that share a module-scoped fixture (a
+        # Chromium and its pages, a server, a pool) run on one worker: the fixture starts once,
+        # not once on each worker.
+        if shares_module_fixture(item) and item.get_closest_marker("xdist_group") is None:
+            module = item.path.relative_to(ROOT / "tests").with_suffix("")
+            item.add_marker(pytest.mark.xdist_group(f"module-{module.as_posix()}"))
         params = getattr(getattr(item, "callspec", None), "params", {})
         if (
             fixtures & SERVER_FIXTURES
@@ -117,6 +123,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.server)
         if fixtures & POOL_FIXTURES:
             item.add_marker(pytest.mark.distributed)
+        if PROFILE == "quick":
+            quick_examples(item)
+
+
+def quick_examples(item: pytest.Item) -> None:
+    """Under the quick profile, a property test's own ``@settings(max_examples=...)`` is capped
+    too (a test's explicit settings win over any profile). Hypothesis reads the settings from
+    the wrapped test each time it runs."""
+    test = getattr(item, "obj", None)
+    own = getattr(test, "_hypothesis_internal_use_settings", None)
+    quick = getattr(test, "is_hypothesis_test", False) and own is not None
+    if quick and own.max_examples > QUICK_EXAMPLES:
+        test._hypothesis_internal_use_settings = hypothesis_settings(  # type: ignore[union-attr]
+            own, max_examples=QUICK_EXAMPLES
+        )
+
+
+def shares_module_fixture(item: pytest.Item) -> bool:
+    """Whether the test takes a module-scoped fixture, itself or through another fixture."""
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    return any(d.scope == "module" for defs in definitions for d in defs)
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ serious on the host's, a student's and the projector's pages."""
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,14 +66,31 @@ class Classroom:
             self.server = None
 
 
-@pytest.fixture
-def classroom(tmp_path: Path) -> Iterator[Classroom]:
-    room = Classroom(tmp_path / "data", free_port())
+@contextlib.contextmanager
+def running(data_dir: Path, access_log: Path | None = None) -> Iterator[Classroom]:
+    room = Classroom(data_dir, free_port(), access_log=access_log)
     room.start()
     try:
         yield room
     finally:
         room.stop()
+
+
+@pytest.fixture(scope="module")
+def classroom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Classroom]:
+    """One server for the module's tests that leave it running: each starts a class of its own
+    (its own code, host and students), so none sees another's. Its log, access log included, is
+    ``classroom.access_log``."""
+    folder = tmp_path_factory.mktemp("classroom")
+    with running(folder / "data", access_log=folder / "server.log") as room:
+        yield room
+
+
+@pytest.fixture
+def own_classroom(tmp_path: Path) -> Iterator[Classroom]:
+    """A server of the test's own, which it may stop and start."""
+    with running(tmp_path / "data") as room:
+        yield room
 
 
 def start_class(host: Any, url: str) -> str:
@@ -167,8 +185,9 @@ def test_a_class_runs_live_for_three_students(isolated: Any, classroom: Classroo
 
 
 def test_a_student_reconnects_after_the_server_restarts(
-    isolated: Any, classroom: Classroom
+    isolated: Any, own_classroom: Classroom
 ) -> None:
+    classroom = own_classroom
     first, second = questions()[:2]
     host = isolated(viewport=DESKTOP)
     code = start_class(host, classroom.url)
@@ -247,39 +266,44 @@ def test_the_class_pages_have_no_serious_accessibility_problems(
 
 
 def test_the_projector_and_cohost_links_open_another_device_without_logging_their_keys(
-    isolated: Any, tmp_path: Path
+    isolated: Any, classroom: Classroom
 ) -> None:
     """The links carry their keys after "#": the page posts them, the address bar drops them,
     and the server's access log never sees them. The projector's link opens its view only."""
-    room = Classroom(tmp_path / "data", free_port(), access_log=tmp_path / "server.log")
-    room.start()
-    try:
-        host = isolated(viewport=DESKTOP)
-        code = start_class(host, room.url)
-        host.locator(".live-cohost summary").click()
-        screen_link = host.locator("#screen-url").input_value()
-        cohost_link = host.locator("#cohost-url").input_value()
+    assert classroom.access_log is not None
+    host = isolated(viewport=DESKTOP)
+    code = start_class(host, classroom.url)
+    host.locator(".live-cohost summary").click()
+    screen_link = host.locator("#screen-url").input_value()
+    cohost_link = host.locator("#cohost-url").input_value()
 
-        projector = isolated(viewport={"width": 1920, "height": 1080})
-        projector.goto(screen_link)
-        expect(projector).to_have_url(f"{room.url}/class/{code}/screen")
-        expect(projector.locator(".live-screen-join")).to_contain_text(code)
-        # Its stream is the projector's too: a question asked shows without a reload.
-        ask(host, questions()[0].id)
-        expect(projector.locator(".live-screen-question")).to_contain_text("1.", timeout=LIVE_S)
-        projector.goto(f"{room.url}/class/{code}/host")
-        expect(projector.locator("main")).to_contain_text("for the class's instructor")
+    projector = isolated(viewport={"width": 1920, "height": 1080})
+    projector.goto(screen_link)
+    expect(projector).to_have_url(f"{classroom.url}/class/{code}/screen")
+    expect(projector.locator(".live-screen-join")).to_contain_text(code)
+    # Its stream is the projector's too: a question asked shows without a reload.
+    ask(host, questions()[0].id)
+    expect(projector.locator(".live-screen-question")).to_contain_text("1.", timeout=LIVE_S)
+    projector.goto(f"{classroom.url}/class/{code}/host")
+    expect(projector.locator("main")).to_contain_text("for the class's instructor")
 
-        cohost = isolated(viewport=PHONE)
-        cohost.goto(cohost_link)
-        expect(cohost).to_have_url(f"{room.url}/class/{code}/host")
-        expect(cohost.locator("#join-code")).to_have_text(code)
-    finally:
-        room.stop()
-    said = (tmp_path / "server.log").read_text()
-    assert f"POST /class/{code}/key" in said  # the access log was on
+    cohost = isolated(viewport=PHONE)
+    cohost.goto(cohost_link)
+    expect(cohost).to_have_url(f"{classroom.url}/class/{code}/host")
+    expect(cohost.locator("#join-code")).to_have_text(code)
+    # Both links' posts are in the access log (it was on) once the server has written them.
+    said = logged(classroom.access_log, f"POST /class/{code}/key", times=2)
     for link in (screen_link, cohost_link):
         assert link.partition("#")[2] not in said
+
+
+def logged(log: Path, line: str, times: int) -> str:
+    """The log once ``line`` is in it ``times`` times (read as the server writes it)."""
+    deadline = time.monotonic() + LIVE_S / 1000
+    while (said := log.read_text()).count(line) < times:
+        assert time.monotonic() < deadline, f"{line!r} not logged {times} times:\n{said[-2000:]}"
+        time.sleep(0.05)
+    return said
 
 
 def drag(page: Any, slider: Any, dx: float) -> None:
