@@ -147,7 +147,7 @@ def measure(workers: int, seconds: float, pairs: int, app_dir: Path = ROOT) -> l
         servers = {"floor": floor, "app": app}
         for name, spin_us in spins.items():
             servers[name], spins[name] = calibrated_floor(
-                stack, index, floor, workers, floor_ms, spin_us, max(2.0, seconds / 2)
+                stack, index, floor, workers, floor_ms, spin_us, max(0.5, seconds / 2)
             )
         rotations = [
             {name: run_once(server, TARGET, seconds) for name, server in servers.items()}
