@@ -5,9 +5,10 @@ that never reads it; ``/big?pieces`` sends it in 64 KiB writes, as a file is sen
 (answers after S seconds of work), ``/hold`` (works until its client leaves, never answering) and
 "ok" on any other path once its body is read.
 
-``/stream`` takes a query: ``own-cap`` (it says it is a live stream, as a live class's stream
-does: not counted against the connection cap), ``keep`` (with ``own-cap``: it never says it
-ended, leaving that to the connection's close) and ``events=N`` (it ends after N events).
+A query may carry more (``/slow?0.5&tag``), to tell requests apart. ``/stream`` takes:
+``own-cap`` (it says it is a live stream, as a live class's stream does: not counted against the
+connection cap), ``keep`` (with ``own-cap``: it never says it ended, leaving that to the
+connection's close) and ``events=N`` (it ends after N events).
 
 What the app was given is recorded where the server runs (an in-process uvicorn's tests read
 it): ``STARTED``, each request's path and query and when the app began it (``time.monotonic``);
@@ -43,10 +44,10 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
                 pass
             return
         if scope["path"] == "/slow":
-            await asyncio.sleep(float(query))
+            await asyncio.sleep(float(query.partition("&")[0]))
         body = BIG if scope["path"] == "/big" else b"ok"
         await send({"type": "http.response.start", "status": 200, "headers": []})
-        if query == "pieces":
+        if "pieces" in query.split("&"):
             for start in range(0, len(body), PIECE_BYTES):
                 piece = body[start : start + PIECE_BYTES]
                 await send({"type": "http.response.body", "body": piece, "more_body": True})

@@ -12,6 +12,7 @@ import socket
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -110,6 +111,17 @@ def wait_for(condition: Callable[[], bool], what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, what
         time.sleep(0.005)
+
+
+def fresh(asked: str) -> str:
+    """``asked`` made unique (mutation testing runs the tests again in one process, where the
+    app's records stay): a tag added to its path, or to its query."""
+    tag = uuid.uuid4().hex[:8]
+    return f"{asked}&{tag}" if "?" in asked else f"{asked}-{tag}"
+
+
+def get(asked: str) -> bytes:
+    return b"GET %s HTTP/1.1\r\nHost: lab\r\n\r\n" % asked.encode()
 
 
 def started(asked: str) -> bool:
@@ -458,14 +470,15 @@ def test_a_request_sent_whole_reaches_the_app_though_its_client_hangs_up_at_once
 ) -> None:
     # A form sent just before its tab closes still counts: the first request of a connection,
     # or one after an answer.
-    post = b"POST /%s HTTP/1.1\r\nHost: lab\r\nContent-Length: 2\r\n\r\nok"
+    first, later = fresh("/gone-first"), fresh("/gone-later")
+    post = "POST {} HTTP/1.1\r\nHost: lab\r\nContent-Length: 2\r\n\r\nok"
     with socket.create_connection(timed) as sock:
-        sock.sendall(post % b"gone-first")
+        sock.sendall(post.format(first).encode())
     with socket.create_connection(timed) as sock:
         assert answered(sock, b"/")
-        sock.sendall(post % b"gone-next")
-    wait_for(lambda: started("/gone-first"), "the first request never reached the app")
-    wait_for(lambda: started("/gone-next"), "the request after an answer never reached the app")
+        sock.sendall(post.format(later).encode())
+    wait_for(lambda: started(first), "the first request never reached the app")
+    wait_for(lambda: started(later), "the request after an answer never reached the app")
 
 
 def test_pipelined_requests_start_one_gap_apart_across_the_worker(timed: Address) -> None:
@@ -473,20 +486,20 @@ def test_pipelined_requests_start_one_gap_apart_across_the_worker(timed: Address
     # every PIPELINE_GAP_S across the worker (the first of them may begin its work a little
     # after its turn, so the span is allowed a quarter less).
     count = 20
+    gap = fresh("/gap")
+    before = len(stream_app.STARTED)
     with (
         socket.create_connection(timed) as first,
         socket.create_connection(timed) as second,
     ):
-        for sock, name in ((first, b"a"), (second, b"b")):
-            asked = (
-                b"GET /gap-%s-%d HTTP/1.1\r\nHost: lab\r\n\r\n" % (name, n) for n in range(count)
-            )
+        for sock, name in ((first, "a"), (second, "b")):
+            asked = (get(f"{gap}-{name}-{n}") for n in range(count))
             sock.sendall(b"".join(asked))
         assert (answers(first, count), answers(second, count)) == (count, count)
     turns = sorted(
         at
-        for asked, at in stream_app.STARTED
-        if asked.startswith("/gap-") and not asked.endswith("-0")
+        for asked, at in stream_app.STARTED[before:]
+        if asked.startswith(gap) and not asked.endswith("-0")
     )
     assert len(turns) == 2 * (count - 1)
     assert turns[-1] - turns[0] >= 0.75 * (len(turns) - 1) * server.PIPELINE_GAP_S
@@ -502,9 +515,10 @@ def test_no_request_starts_while_the_previous_answer_waits_for_its_reader(
         sock.sendall(b"GET /big HTTP/1.1\r\nHost: lab\r\n\r\n")
         sock.settimeout(EVENT_WAIT_S)
         received = sock.recv(65536)  # the answer has begun: the app has handed all of it over
-        sock.sendall(b"GET /after-big HTTP/1.1\r\nHost: lab\r\n\r\n")
+        after = fresh("/after-big")
+        sock.sendall(get(after))
         served(timed)
-        assert not started("/after-big")
+        assert not started(after)
         received = read_answers(sock, 2, received)
         assert received.count(b"x") == len(stream_app.BIG)
         assert received.endswith(b"\r\n\r\n2\r\nok\r\n0\r\n\r\n")
@@ -520,32 +534,30 @@ def test_a_client_that_hangs_up_while_its_next_request_waits_costs_one_debug_lin
         sock.sendall(b"GET /big HTTP/1.1\r\nHost: lab\r\n\r\n")
         sock.settimeout(EVENT_WAIT_S)
         assert sock.recv(65536).startswith(b"HTTP/1.1 200")
-        sock.sendall(b"GET /after-big-gone HTTP/1.1\r\nHost: lab\r\n\r\n")
+        after = fresh("/after-big")
+        sock.sendall(get(after))
         served(timed)
     wait_for(lambda: said in caplog.messages, "the hang-up was not logged")
     served(timed)  # the hang-up has been handled whole
     assert caplog.messages.count(said) == 1
     assert not errors(caplog)
-    assert not started("/after-big-gone")
+    assert not started(after)
 
 
 def test_a_stream_asked_behind_another_request_learns_its_client_left(timed: Address) -> None:
     # The stream starts in its turn, with a third request waiting behind it; once its client
     # hangs up the stream's app is told (and ends), as it is for a stream asked first.
+    stream, third = fresh("/stream?behind"), fresh("/third")
     with socket.create_connection(timed) as sock:
-        sock.sendall(
-            b"GET /first HTTP/1.1\r\nHost: lab\r\n\r\n"
-            b"GET /stream?behind HTTP/1.1\r\nHost: lab\r\n\r\n"
-            b"GET /third HTTP/1.1\r\nHost: lab\r\n\r\n"
-        )
+        sock.sendall(get("/") + get(stream) + get(third))
         received = b""
         sock.settimeout(EVENT_WAIT_S)
         while b"data: 1\n\n" not in received:
             chunk = sock.recv(65536)
             assert chunk, received
             received += chunk
-    wait_for(lambda: "/stream?behind" in stream_app.ENDED, "the stream's app was never told")
-    assert not started("/third")
+    wait_for(lambda: stream in stream_app.ENDED, "the stream's app was never told")
+    assert not started(third)
 
 
 def test_a_head_that_waits_while_the_server_does_not_read_it_is_not_timed(
@@ -554,17 +566,16 @@ def test_a_head_that_waits_while_the_server_does_not_read_it_is_not_timed(
     # The client sends its whole third request, but the server stops reading while the second
     # waits its turn behind a slow first answer (longer than HEAD_TIMEOUT_S): what it has read of
     # the third head is not late, and all three are answered.
-    slow = 1.5 * HEAD_TIMEOUT_S
-    third = b"GET /third-waits HTTP/1.1\r\nHost: lab\r\n\r\n"
+    slow, third = fresh(f"/slow?{1.5 * HEAD_TIMEOUT_S:g}"), fresh("/third")
     with socket.create_connection(timed) as sock:
-        sock.sendall(b"GET /slow?%g HTTP/1.1\r\nHost: lab\r\n\r\n" % slow)
-        wait_for(lambda: started(f"/slow?{slow:g}"), "the slow request never started")
-        sock.sendall(b"GET / HTTP/1.1\r\nHost: lab\r\n\r\n" + third[:20])
+        sock.sendall(get(slow))
+        wait_for(lambda: started(slow), "the slow request never started")
+        sock.sendall(get("/") + get(third)[:20])
         served(timed)  # the server has read up to here, and stopped reading
-        sock.sendall(third[20:])
+        sock.sendall(get(third)[20:])
         received = read_answers(sock, 3)
     assert received.count(b"HTTP/1.1 200") == 3, received
-    assert started("/third-waits")
+    assert started(third)
 
 
 def test_a_kept_alive_connections_next_head_is_timed_from_the_answer_not_its_first_byte(
@@ -609,14 +620,15 @@ def test_an_unread_answer_is_dropped_though_a_request_waits_behind_it(
     caplog.set_level(logging.DEBUG, logger="uvicorn.error")
     with unread_socket(timed) as sock:
         said = f"{peer_of(sock)}: answer not read within {WRITE_TIMEOUT_S:g} s; dropped"
-        sock.sendall(b"GET /big?pieces HTTP/1.1\r\nHost: lab\r\n\r\n")
-        wait_for(lambda: started("/big?pieces"), "the answer never started")
-        sock.sendall(b"GET /behind-unread HTTP/1.1\r\nHost: lab\r\n\r\n")
+        big, behind = fresh("/big?pieces"), fresh("/behind")
+        sock.sendall(get(big))
+        wait_for(lambda: started(big), "the answer never started")
+        sock.sendall(get(behind))
         wait_for(lambda: said in caplog.messages, "the unread answer was never dropped")
         received = read_all(sock, EVENT_WAIT_S)
     assert not received.endswith(b"<still open>")
     assert len(received) < len(stream_app.BIG) // 2
-    assert not started("/behind-unread")
+    assert not started(behind)
 
 
 def test_the_cap_counts_a_streams_connection_again_once_the_stream_ends_or_it_closes() -> None:
@@ -630,11 +642,12 @@ def test_the_cap_counts_a_streams_connection_again_once_the_stream_ends_or_it_cl
                 assert answered(second, b"/")
                 assert read_all(first, EVENT_WAIT_S) == b""
         # A stream that never says it ended: its connection's close is enough.
+        kept = fresh("/stream?own-cap&keep")
         with socket.create_connection(address) as stream:
-            stream.sendall(b"GET /stream?own-cap&keep HTTP/1.1\r\nHost: lab\r\n\r\n")
+            stream.sendall(get(kept))
             stream.settimeout(EVENT_WAIT_S)
             assert stream.recv(65536).startswith(b"HTTP/1.1 200")
-        wait_for(lambda: "/stream?own-cap&keep" in stream_app.ENDED, "the stream never ended")
+        wait_for(lambda: kept in stream_app.ENDED, "the stream never ended")
         with socket.create_connection(address) as first:
             assert answered(first, b"/")
             with socket.create_connection(address) as second:
@@ -678,10 +691,11 @@ def test_past_the_cap_connections_whose_apps_work_are_kept_and_the_new_one_gets_
         socket.create_connection(capped) as first,
         socket.create_connection(capped) as second,
     ):
-        for sock, name in ((first, b"first"), (second, b"second")):
+        held = [fresh("/hold?first"), fresh("/hold?second")]
+        for sock, asked in zip((first, second), held, strict=True):
             assert answered(sock, b"/")
-            sock.sendall(b"GET /hold?%s HTTP/1.1\r\nHost: lab\r\n\r\n" % name)
-        wait_for(lambda: started("/hold?first") and started("/hold?second"), "not both held")
+            sock.sendall(get(asked))
+        wait_for(lambda: all(started(asked) for asked in held), "not both held")
         with socket.create_connection(capped) as extra:
             assert_refused(
                 read_all(extra, EVENT_WAIT_S),
