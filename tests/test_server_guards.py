@@ -544,9 +544,12 @@ def test_a_client_that_hangs_up_while_its_next_request_waits_costs_one_debug_lin
     assert not started(after)
 
 
-def test_a_stream_asked_behind_another_request_learns_its_client_left(timed: Address) -> None:
+def test_a_stream_asked_behind_another_request_learns_its_client_left(
+    timed: Address, caplog: pytest.LogCaptureFixture
+) -> None:
     # The stream starts in its turn, with a third request waiting behind it; once its client
-    # hangs up the stream's app is told (and ends), as it is for a stream asked first.
+    # hangs up the stream's app is told, and ends as it does for a stream asked first (not by
+    # failing to write to a closed connection: a traceback in the log).
     stream, third = fresh("/stream?behind"), fresh("/third")
     with socket.create_connection(timed) as sock:
         sock.sendall(get("/") + get(stream) + get(third))
@@ -557,6 +560,8 @@ def test_a_stream_asked_behind_another_request_learns_its_client_left(timed: Add
             assert chunk, received
             received += chunk
     wait_for(lambda: stream in stream_app.ENDED, "the stream's app was never told")
+    served(timed)  # the stream's end has been handled whole
+    assert not errors(caplog)
     assert not started(third)
 
 
@@ -599,6 +604,20 @@ def test_a_kept_alive_connections_next_head_is_timed_from_the_answer_not_its_fir
             answer = b""
         answer += read_all(sock, EVENT_WAIT_S)
     assert_refused(answer, "408 Request Timeout", "Request headers not completed in time.")
+
+
+def test_a_head_begun_behind_an_answer_is_timed_from_its_first_byte_and_told_when_cut(
+    timed: Address,
+) -> None:
+    # A whole request and the start of the next in one packet: the first is answered; the
+    # second, never finished, is cut HEAD_TIMEOUT_S after it began, with its 408 after the 200.
+    with socket.create_connection(timed) as sock:
+        sock.sendall(get("/") + b"GET / HTTP/1.1\r\nHost: lab\r\n")
+        answer = read_all(sock, EVENT_WAIT_S)
+    first, found, second = answer.partition(b"HTTP/1.1 408")
+    assert first.startswith(b"HTTP/1.1 200"), answer
+    assert first.endswith(b"\r\n\r\n2\r\nok\r\n0\r\n\r\n"), answer
+    assert_refused(found + second, "408 Request Timeout", "Request headers not completed in time.")
 
 
 def test_a_request_deadline_shorter_than_the_heads_cuts_a_slow_head() -> None:
