@@ -412,6 +412,23 @@ def test_a_client_that_reads_in_pieces_inside_the_write_deadline_gets_the_whole_
     assert received.count(b"x") == len(stream_app.BIG)
 
 
+def test_an_answer_taken_to_its_end_is_not_dropped_when_its_write_deadline_passes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The answer's last bytes were still buffered as it ended, so the write deadline counts for
+    # them; the client takes them all, and the deadline passes with nothing unsent: the
+    # connection stays, until idle for ATLAS_HEADER_TIMEOUT_S, then closes without a word.
+    with guarded(write_timeout_s=0.3, header_timeout_s=0.8) as address:
+        caplog.set_level(logging.DEBUG, logger="uvicorn.error")  # uvicorn set its level
+        with unread_socket(address) as sock:
+            peer = peer_of(sock)
+            sock.sendall(get("/big?pieces"))
+            assert read_answers(sock, 1).count(b"x") == len(stream_app.BIG)
+            assert read_all(sock, EVENT_WAIT_S) == b""
+    assert not [said for said in caplog.messages if said.startswith(peer)]
+    assert not errors(caplog)
+
+
 def test_a_malformed_request_gets_uvicorns_400(timed: Address) -> None:
     with socket.create_connection(timed) as sock:
         sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
