@@ -637,6 +637,16 @@ def test_a_head_begun_behind_an_answer_is_timed_from_its_first_byte_and_told_whe
     assert_refused(found + second, "408 Request Timeout", "Request headers not completed in time.")
 
 
+def test_a_head_cut_behind_a_stream_closes_it_without_a_word_in_the_stream(timed: Address) -> None:
+    # A 408 written while the stream's answer is being written would be read as part of it.
+    with socket.create_connection(timed) as sock:
+        sock.sendall(get(fresh("/stream?ahead")) + b"GET / HTTP/1.1\r\nHost: lab\r\n")
+        answer = read_all(sock, EVENT_WAIT_S)
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    assert b"data: 1" in answer
+    assert answer.count(b"HTTP/1.1") == 1, answer
+
+
 def test_a_request_deadline_shorter_than_the_heads_cuts_a_slow_head() -> None:
     with (
         guarded(header_timeout_s=300, request_timeout_s=0.3) as address,
