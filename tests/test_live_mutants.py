@@ -1,0 +1,140 @@
+"""What the live class's mutation run (docs/testing.md, "Mutation testing") showed no test
+held, each asserted from its definition: a client's wrong guesses and their turns
+(app/live/guesses.py), on timings of tenths of a second, so the run stays fast."""
+
+import asyncio
+import time
+
+import pytest
+
+from app.live.guesses import MAX_CLIENTS, Guesses, TooManyGuessesError
+
+TOLD = "Too many codes"
+
+
+def guesses(**timing: float) -> Guesses:
+    return Guesses("code", TOLD, **timing)  # type: ignore[arg-type]
+
+
+def refusal(limit: Guesses, client: str) -> TooManyGuessesError:
+    with pytest.raises(TooManyGuessesError) as refused:
+        asyncio.run(limit.admit(client))
+    return refused.value
+
+
+def admitted_at_once(limit: Guesses, client: str) -> bool:
+    """The try is admitted without waiting a turn or being refused (nothing is awaited before
+    a try is admitted at once)."""
+
+    async def first_step() -> bool:
+        task = asyncio.ensure_future(limit.admit(client))
+        await asyncio.sleep(0)  # one step of the loop: a try admitted at once has returned
+        if not task.done():
+            task.cancel()
+            return False
+        return task.exception() is None
+
+    return asyncio.run(first_step())
+
+
+# ---- guesses ------------------------------------------------------------------------------
+
+
+def test_a_client_tries_freely_until_it_has_missed_free_times() -> None:
+    limit = guesses(free=3, window_s=60, gap_s=30, max_wait_s=60)
+    for _ in range(2):
+        limit.missed("eve")
+    assert admitted_at_once(limit, "eve")  # two misses of three free
+    limit.missed("eve")
+    assert not admitted_at_once(limit, "eve")  # the third: its tries take turns
+    assert admitted_at_once(limit, "bob")  # another client is not held up
+
+
+def test_past_the_free_misses_tries_take_turns_a_gap_apart_and_past_the_wait_are_refused() -> None:
+    gap, wait = 0.2, 0.5
+    limit = guesses(free=2, window_s=60, gap_s=gap, max_wait_s=wait)
+    limit.missed("eve")
+    limit.missed("eve")
+
+    async def four_at_once() -> list[float | TooManyGuessesError]:
+        started = time.monotonic()
+
+        async def one() -> float | TooManyGuessesError:
+            try:
+                await limit.admit("eve")
+            except TooManyGuessesError as error:
+                return error
+            return time.monotonic() - started
+
+        return list(await asyncio.gather(one(), one(), one(), one()))
+
+    first, second, third, fourth = asyncio.run(four_at_once())
+    # Turns at one gap and two gaps from now; the third's (three gaps, 0.6 s) is past the
+    # longest wait (0.5 s): refused, and so is the fourth.
+    assert isinstance(first, float)
+    assert first >= gap
+    assert isinstance(second, float)
+    assert second >= 2 * gap
+    for refused in (third, fourth):
+        assert isinstance(refused, TooManyGuessesError)
+        assert refused.field == "code"
+        assert refused.retry_after == 1  # its turn comes in a tenth of a second: 1 s, whole
+        assert refused.message == f"{TOLD}: try again in 1 second."
+
+
+def test_a_refusal_says_when_the_client_may_try_again_its_turn_or_its_misses_leaving() -> None:
+    # Turn 300 s away, the wait 10 s: free again in 290 s (its turn), said in whole minutes.
+    by_turn = guesses(free=1, window_s=1000, gap_s=300, max_wait_s=10)
+    by_turn.missed("eve")
+    refused = refusal(by_turn, "eve")
+    assert refused.retry_after == 290
+    assert refused.message == f"{TOLD}: try again in 5 minutes."
+    # The same, but its miss leaves the window in 100 s: sooner than its turn.
+    by_window = guesses(free=1, window_s=100, gap_s=300, max_wait_s=10)
+    by_window.missed("eve")
+    refused = refusal(by_window, "eve")
+    assert 99 <= refused.retry_after <= 100
+    assert refused.message == f"{TOLD}: try again in {refused.retry_after} seconds."
+    # Of three misses with two free, the second oldest leaving frees it: the window from it.
+    two_free = guesses(free=2, window_s=100, gap_s=300, max_wait_s=10)
+    two_free.missed("eve")
+    two_free.missed("eve")
+    two_free.missed("eve")
+    assert 99 <= refusal(two_free, "eve").retry_after <= 100
+
+
+def test_at_two_minutes_a_wait_is_said_in_minutes_rounded_up() -> None:
+    for turn, said in [(129, "119 seconds"), (130, "2 minutes"), (131, "3 minutes")]:
+        limit = guesses(free=1, window_s=1000, gap_s=turn, max_wait_s=10)
+        limit.missed("eve")
+        assert refusal(limit, "eve").message == f"{TOLD}: try again in {said}."
+
+
+def test_misses_older_than_the_window_are_forgotten() -> None:
+    limit = guesses(free=1, window_s=0.05, gap_s=300, max_wait_s=10)
+    limit.missed("eve")
+    assert not admitted_at_once(limit, "eve")
+    time.sleep(0.06)  # the window itself is what is tested: past it, the miss is gone
+    assert admitted_at_once(limit, "eve")
+
+
+def test_the_quietest_client_is_forgotten_past_the_clients_remembered() -> None:
+    limit = guesses(free=1, window_s=600, gap_s=300, max_wait_s=10)
+    limit.missed("first")
+    limit.missed("second")
+    for n in range(MAX_CLIENTS - 2):
+        limit.missed(f"c{n}")
+    limit.missed("first")  # missed again: the most recent now
+    assert not admitted_at_once(limit, "second")  # all remembered so far
+    limit.missed("one more")
+    assert admitted_at_once(limit, "second")  # the quietest, forgotten
+    assert not admitted_at_once(limit, "first")
+    assert not admitted_at_once(limit, "one more")
+
+
+def test_many_misses_still_free_the_client_when_the_last_free_ones_leave_the_window() -> None:
+    limit = guesses(free=2, window_s=100, gap_s=300, max_wait_s=10)
+    for _ in range(20):
+        limit.missed("eve")
+    # However many it missed, it is free again when all but the last free-1 left the window.
+    assert 99 <= refusal(limit, "eve").retry_after <= 100
