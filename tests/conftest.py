@@ -41,8 +41,9 @@ CHROMIUM_ARGS = [
 ]
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
-# Private PostgreSQL servers (postgres_server, postgres_url, private_postgres).
-pytest_plugins = ("tests.servers",)
+# Private PostgreSQL servers (postgres_server, postgres_url, private_postgres); under mutmut,
+# a mutant's tests fastest first.
+pytest_plugins = ("tests.servers", "tests.mutmut_order")
 
 
 # What `make test-quick` leaves out (-m "not browser and not distributed and not server and not

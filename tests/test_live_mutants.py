@@ -1,13 +1,21 @@
 """What the live class's mutation run (docs/testing.md, "Mutation testing") showed no test
 held, each asserted from its definition: a client's wrong guesses and their turns
-(app/live/guesses.py), on timings of tenths of a second, so the run stays fast."""
+(app/live/guesses.py), on timings of tenths of a second, so the run stays fast; the cookies of
+a class (app/live/access.py)."""
 
 import asyncio
 import time
+from http.cookies import Morsel, SimpleCookie
+from pathlib import Path
 
+import httpx
 import pytest
+from fastapi.testclient import TestClient
 
 from app.live.guesses import MAX_CLIENTS, Guesses, TooManyGuessesError
+from app.main import create_app
+from tests.conftest import INSTRUCTOR_PASSWORD
+from tests.test_live import _keyed_link, settings_for
 
 TOLD = "Too many codes"
 
@@ -138,3 +146,58 @@ def test_many_misses_still_free_the_client_when_the_last_free_ones_leave_the_win
         limit.missed("eve")
     # However many it missed, it is free again when all but the last free-1 left the window.
     assert 99 <= refusal(limit, "eve").retry_after <= 100
+
+
+# ---- cookies ------------------------------------------------------------------------------
+
+
+def set_cookies(response: httpx.Response) -> dict[str, Morsel[str]]:
+    """The cookies a response sets, by name, with their attributes."""
+    found: dict[str, Morsel[str]] = {}
+    for header in response.headers.get_list("set-cookie"):
+        jar: SimpleCookie = SimpleCookie()
+        jar.load(header)
+        found.update(jar)
+    return found
+
+
+@pytest.mark.parametrize(("scheme", "secure"), [("http", ""), ("https", True)])
+def test_every_cookie_of_a_class_is_http_only_same_site_and_kept_to_its_class(
+    tmp_path: Path, scheme: str, secure: object
+) -> None:
+    """The instructor's (for the retention), the host's and the projector's (the class's
+    pages), a student's (every page, the lesson's too: a month), under the proxy's prefix;
+    Secure when the page came over HTTPS."""
+    retention_days = 2.5
+    settings = settings_for(tmp_path / "data", class_retention_days=retention_days)
+    base = f"{scheme}://testserver"
+    with TestClient(create_app(settings), base_url=base, root_path="/atlas") as host:
+        started = host.post(
+            "/class/new", data={"password": INSTRUCTOR_PASSWORD}, follow_redirects=False
+        )
+        assert started.status_code == 303
+        code = started.headers["location"].split("/")[3]
+        cookies = set_cookies(started)
+        instructor, hosted = cookies["atlas-instructor"], cookies[f"atlas-host-{code}"]
+        path, key = _keyed_link(host.get(f"/atlas/class/{code}/host").text, "#screen-url")
+        projector = TestClient(host.app, base_url=base, root_path="/atlas")
+        projector.portal = host.portal
+        entered = projector.post(path, data={"key": key}, follow_redirects=False)
+        screen = set_cookies(entered)[f"atlas-screen-{code}"]
+        joined = projector.post(
+            "/atlas/join", data={"code": code, "nickname": "Ada"}, follow_redirects=False
+        )
+        pupil = set_cookies(joined)[f"atlas-class-{code}"]
+    month = 30 * 24 * 60 * 60
+    expected = [
+        (instructor, "/atlas/class", round(retention_days * 24 * 60 * 60)),
+        (hosted, f"/atlas/class/{code}", month),
+        (screen, f"/atlas/class/{code}", month),
+        (pupil, "/atlas/", month),
+    ]
+    for cookie, where, age in expected:
+        assert cookie["httponly"] is True, cookie.key
+        assert cookie["samesite"].lower() == "lax", cookie.key
+        assert cookie["secure"] == secure, cookie.key
+        assert cookie["path"] == where, cookie.key
+        assert cookie["max-age"] == str(age), cookie.key
