@@ -11,11 +11,13 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from starlette.types import Receive, Scope, Send
 
+from app.live.access import ParticipantKey, student_cookie
 from app.live.guesses import MAX_CLIENTS, Guesses, TooManyGuessesError
 from app.main import create_app
 from tests.conftest import INSTRUCTOR_PASSWORD
-from tests.test_live import _keyed_link, settings_for
+from tests.test_live import KEY, _keyed_link, settings_for, start_class, student
 
 TOLD = "Too many codes"
 
@@ -201,3 +203,30 @@ def test_every_cookie_of_a_class_is_http_only_same_site_and_kept_to_its_class(
         assert cookie["secure"] == secure, cookie.key
         assert cookie["path"] == where, cookie.key
         assert cookie["max-age"] == str(age), cookie.key
+
+
+def test_a_students_key_is_found_past_another_classs_cookie_that_is_not_valid(
+    tmp_path: Path,
+) -> None:
+    """A browser in two classes carries two student cookies; one no longer valid (a server
+    key changed, a cookie cut short) does not hide the other's key."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+        code = start_class(host)
+        pupil = student(host, code, "Ada")
+        signed = pupil.cookies[student_cookie(code)]
+        seen: list[object] = []
+
+        async def inner(scope: Scope, receive: Receive, send: Send) -> None:
+            seen.append(scope.get("state", {}).get("participant"))
+
+        middleware = ParticipantKey(inner, KEY)
+        broken = f"{student_cookie('ZZZZZZ')}={signed[:-2]}xx"
+        for header in (
+            f"{student_cookie(code)}={signed}",
+            f"{broken}; {student_cookie(code)}={signed}",
+        ):
+            scope: Scope = {"type": "http", "headers": [(b"cookie", header.encode())]}
+            host.portal.call(middleware, scope, None, None)
+    alone, behind = seen
+    assert alone is not None
+    assert behind == alone
