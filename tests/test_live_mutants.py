@@ -17,7 +17,14 @@ from app.live.access import ParticipantKey, student_cookie
 from app.live.guesses import MAX_CLIENTS, Guesses, TooManyGuessesError
 from app.main import create_app
 from tests.conftest import INSTRUCTOR_PASSWORD
-from tests.test_live import KEY, _keyed_link, settings_for, start_class, student
+from tests.test_live import (
+    KEY,
+    _keyed_link,
+    other_browser,
+    settings_for,
+    start_class,
+    student,
+)
 
 TOLD = "Too many codes"
 
@@ -230,3 +237,41 @@ def test_a_students_key_is_found_past_another_classs_cookie_that_is_not_valid(
     alone, behind = seen
     assert alone is not None
     assert behind == alone
+
+
+# ---- a class's code guessed ---------------------------------------------------------------
+
+
+def test_past_the_free_misses_every_code_lookup_waits_except_with_the_classs_own_cookie(
+    tmp_path: Path,
+) -> None:
+    """Two codes of no class from one address (every TestClient is ``testclient``); then each
+    lookup of a code from it, right or wrong, waits its turn: refused at once here (429 with
+    Retry-After), its longest wait set to none. A request with a cookie of the URL's class (its
+    host's, a student's), its code typed in any case, is never held up; a cookie of another class is no
+    help."""
+    settings = settings_for(tmp_path / "data", code_misses_per_minute=2)
+    with TestClient(create_app(settings)) as host:
+        code = start_class(host)
+        other = other_browser(host)
+        other_code = start_class(other)
+        pupil = student(host, code, "Ada")
+        host.app.state.live_guesses.max_wait_s = 0  # type: ignore[attr-defined]
+        guesser = other_browser(host)
+        unknown = next(c for c in ("ZZZZZZ", "YYYYYY") if c not in (code, other_code))
+        assert guesser.get(f"/class/{unknown}").status_code == 404
+        joined = guesser.post("/join", data={"code": unknown, "nickname": "Eve"})
+        assert joined.status_code == 404
+        for held in (
+            guesser.get(f"/class/{code}"),
+            guesser.post(f"/class/{code}/answer", data={}),
+            other.get(f"/class/{code}/host"),  # the host of another class
+        ):
+            assert held.status_code == 429, held.request.url
+            assert int(held.headers["Retry-After"]) >= 1
+        assert guesser.post("/join", data={"code": code, "nickname": "Eve"}).status_code == 429
+        assert host.get(f"/class/{code}/host").status_code == 200
+        assert pupil.get(f"/class/{code}").status_code == 200
+        # A student's cookie goes with every path: with the code in lower case too.
+        assert pupil.get(f"/class/{code.lower()}", follow_redirects=False).status_code == 308
+        assert other.get(f"/class/{other_code}/host").status_code == 200
