@@ -14,7 +14,15 @@ from fastapi.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 
 from app.live.access import ParticipantKey, student_cookie
+from app.live.codes import new_code, read_code
 from app.live.guesses import MAX_CLIENTS, Guesses, TooManyGuessesError
+from app.live.join import (
+    JoinError,
+    nickname_key,
+    nickname_skeleton,
+    read_join_code,
+    read_nickname,
+)
 from app.main import create_app
 from tests.conftest import INSTRUCTOR_PASSWORD
 from tests.test_live import (
@@ -248,8 +256,8 @@ def test_past_the_free_misses_every_code_lookup_waits_except_with_the_classs_own
     """Two codes of no class from one address (every TestClient is ``testclient``); then each
     lookup of a code from it, right or wrong, waits its turn: refused at once here (429 with
     Retry-After), its longest wait set to none. A request with a cookie of the URL's class (its
-    host's, a student's), its code typed in any case, is never held up; a cookie of another class is no
-    help."""
+    host's, a student's), its code typed in any case, is never held up; a cookie of another
+    class is no help."""
     settings = settings_for(tmp_path / "data", code_misses_per_minute=2)
     with TestClient(create_app(settings)) as host:
         code = start_class(host)
@@ -275,3 +283,98 @@ def test_past_the_free_misses_every_code_lookup_waits_except_with_the_classs_own
         # A student's cookie goes with every path: with the code in lower case too.
         assert pupil.get(f"/class/{code.lower()}", follow_redirects=False).status_code == 308
         assert other.get(f"/class/{other_code}/host").status_code == 200
+
+
+# ---- codes and nicknames (app/live/codes.py, app/live/join.py) -------------------------------
+
+
+def test_a_typed_code_is_read_in_any_case_without_spaces_dashes_or_tabs() -> None:
+    assert read_code("abc-def") == "ABCDEF"
+    assert read_code(" a b\tc-d e f ") == "ABCDEF"
+    assert read_code("ABCDEF") == "ABCDEF"
+    for typed in (
+        "ABCDE",
+        "ABCDEFG",
+        "",
+        "ABCDE0",
+        "ABCDEO",
+        "ABCDE1",
+        "ABCDEI",
+        "ABCDEL",
+        "ABC_EF",
+    ):
+        assert read_code(typed) is None, typed
+    with pytest.raises(JoinError) as refused:
+        read_join_code("ABC")
+    assert refused.value.field == "code"
+    assert refused.value.status == 422
+    assert "6 letters and digits" in refused.value.message
+
+
+def test_new_codes_are_six_characters_of_the_alphabet_and_differ() -> None:
+    made = {new_code() for _ in range(50)}
+    assert len(made) > 40  # 887 million codes: fifty draws hardly repeat
+    for code in made:
+        assert len(code) == 6
+        assert set(code) <= set("23456789ABCDEFGHJKMNPQRSTUVWXYZ")
+
+
+def refused_nickname(typed: str) -> str:
+    with pytest.raises(JoinError) as refused:
+        read_nickname(typed)
+    assert refused.value.field == "nickname"
+    assert refused.value.status == 422
+    return refused.value.message
+
+
+def test_a_nickname_is_nfkc_trimmed_and_one_to_twenty_four_characters() -> None:
+    assert read_nickname("  \uff21\uff44\uff41 ") == "Ada"  # full-width letters, spaces around
+    assert read_nickname("Ada  Lovelace") == "Ada  Lovelace"  # spaces inside kept as typed
+    assert read_nickname("x" * 24) == "x" * 24
+    assert refused_nickname("x" * 25) == "That nickname has 25 characters; use at most 24."
+    for blank in ("", "   ", "\u3000"):  # an ideographic space is a plain one in NFKC
+        assert refused_nickname(blank) == "Choose a nickname (1 to 24 characters)."
+
+
+@pytest.mark.parametrize(
+    ("typed", "named"),
+    [
+        ("Al\u200bice", "U+200B"),  # zero-width space (a format character)
+        ("Ali\u0007ce", "U+0007"),  # a control character
+        ("Alice\u2028", "U+2028"),  # a line separator, kept by strip() inside
+        ("Ali\u2029ce", "U+2029"),
+        ("Al\ue000ice", "U+E000"),  # private use
+        ("Al\u0378ice", "U+0378"),  # unassigned
+        ("Alice\u034f", "U+034F"),
+        ("Al\u1680ice", "U+1680"),  # a space NFKC leaves as it is: not a plain one
+        ("\u3164Bob", "U+3164"),  # the character typed, not the one NFKC makes of it
+        ("Bob\U000e01ef", "U+E01EF"),  # the last supplementary variation selector
+    ],
+)
+def test_a_nickname_with_a_character_one_cannot_see_is_refused_naming_it(
+    typed: str, named: str
+) -> None:
+    assert refused_nickname(typed) == (
+        f"A nickname cannot hold control or invisible characters; this one holds {named}."
+    )
+
+
+def test_a_nickname_needs_a_letter_or_digit_and_at_most_two_marks_on_one() -> None:
+    needs = "A nickname needs at least one letter or digit."
+    for typed in ("!!!", "· ·", "\u0301\u0301"):
+        assert refused_nickname(typed) == needs
+    assert read_nickname("7") == "7"
+    assert read_nickname("x\u0301\u0302q") == "x\u0301\u0302q"  # NFKC composes none of these
+    marks = "A nickname can put at most 2 accents or other combining marks on a letter."
+    assert refused_nickname("x\u0301\u0302\u0303q") == marks
+    # Two marks on each of two letters: two in a row at most.
+    assert read_nickname("x\u0301\u0302q\u0301\u0302") == "x\u0301\u0302q\u0301\u0302"
+
+
+def test_nicknames_that_differ_in_case_spacing_or_look_are_one() -> None:
+    assert nickname_key("  Ada   LOVELACE ") == nickname_key("ada lovelace")
+    assert nickname_key("STRASSE") == nickname_key("straße")  # casefold, not lower
+    assert nickname_key("Ada") != nickname_key("Ida")
+    same = {nickname_skeleton(n) for n in ("Alice", "\u0410lice", "AIice", "A1ice", "alice")}
+    assert len(same) == 1
+    assert nickname_skeleton("Alice") != nickname_skeleton("Alina")
