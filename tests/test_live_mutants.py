@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 
@@ -378,3 +379,31 @@ def test_nicknames_that_differ_in_case_spacing_or_look_are_one() -> None:
     same = {nickname_skeleton(n) for n in ("Alice", "\u0410lice", "AIice", "A1ice", "alice")}
     assert len(same) == 1
     assert nickname_skeleton("Alice") != nickname_skeleton("Alina")
+
+
+# ---- who may open what (app/live/deps.py) ----------------------------------------------------
+
+NOT_HOST = (
+    "This page and its actions are for the class's instructor. Open the dashboard from the"
+    " device that started the class, or with the co-host link it shows."
+)
+NOT_SCREEN = (
+    "The projector's view is opened from the class's dashboard, or on another device with the"
+    " projector link the dashboard shows."
+)
+
+
+def test_a_refused_dashboard_or_projector_says_where_it_is_opened(tmp_path: Path) -> None:
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+        code = start_class(host)
+        pupil = student(host, code, "Ada")
+        for path, told in [
+            (f"/class/{code}/host", NOT_HOST),
+            (f"/class/{code}/screen", NOT_SCREEN),
+        ]:
+            refused = pupil.get(path)
+            assert refused.status_code == 403
+            assert refused.json() == {"detail": told}
+            page = pupil.get(path, headers={"Accept": "text/html"})
+            assert page.status_code == 403
+            assert told in " ".join(BeautifulSoup(page.text, "html.parser").get_text(" ").split())
