@@ -368,7 +368,8 @@ def test_a_nickname_needs_a_letter_or_digit_and_at_most_two_marks_on_one() -> No
     assert read_nickname("x\u0301\u0302q") == "x\u0301\u0302q"  # NFKC composes none of these
     marks = "A nickname can put at most 2 accents or other combining marks on a letter."
     assert refused_nickname("x\u0301\u0302\u0303q") == marks
-    # Two marks on each of two letters: two in a row at most.
+    # Two marks on each of two letters, or two before the first: two in a row at most.
+    assert read_nickname("\u0301\u0302Ada") == "\u0301\u0302Ada"
     assert read_nickname("x\u0301\u0302q\u0301\u0302") == "x\u0301\u0302q\u0301\u0302"
 
 
