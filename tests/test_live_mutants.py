@@ -5,6 +5,7 @@ a class (app/live/access.py)."""
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from http.cookies import Morsel, SimpleCookie
 from pathlib import Path
 
@@ -12,10 +13,12 @@ import httpx
 import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
+from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from app.live.access import ParticipantKey, student_cookie
 from app.live.codes import new_code, read_code
+from app.live.deps import stream_turn
 from app.live.guesses import MAX_CLIENTS, Guesses, TooManyGuessesError
 from app.live.join import (
     JoinError,
@@ -24,6 +27,7 @@ from app.live.join import (
     read_join_code,
     read_nickname,
 )
+from app.live.streams import OPENING_PER_CLIENT, Turn
 from app.main import create_app
 from tests.conftest import INSTRUCTOR_PASSWORD
 from tests.test_live import (
@@ -408,3 +412,27 @@ def test_a_refused_dashboard_or_projector_says_where_it_is_opened(tmp_path: Path
             page = pupil.get(path, headers={"Accept": "text/html"})
             assert page.status_code == 403
             assert told in " ".join(BeautifulSoup(page.text, "html.parser").get_text(" ").split())
+
+
+def test_a_clients_stream_openings_take_turns_apart_from_another_clients(tmp_path: Path) -> None:
+    """``OPENING_PER_CLIENT`` streams of one address open at once; its next waits for one of
+    them to have opened, while another address's opens at once (app/live/streams.py)."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+
+        def turn(address: str) -> AsyncIterator[Turn]:
+            scope = {"type": "http", "client": (address, 5000), "app": host.app, "headers": []}
+            return stream_turn(Request(scope))
+
+        async def run() -> None:
+            mine = [turn("192.0.2.1") for _ in range(OPENING_PER_CLIENT + 1)]
+            for opening in mine[:-1]:
+                await anext(opening)
+            waiting = asyncio.ensure_future(anext(mine[-1]))
+            other = asyncio.ensure_future(anext(turn("192.0.2.2")))
+            await asyncio.sleep(0)  # one step of the loop: a free turn is taken at once
+            assert other.done()
+            assert not waiting.done()
+            await mine[0].aclose()  # its stream opened (or its request ended): the turn is free
+            await asyncio.wait_for(waiting, 5)
+
+        host.portal.call(run)
