@@ -112,6 +112,16 @@ def test_past_the_free_misses_tries_take_turns_a_gap_apart_and_past_the_wait_are
         assert refused.message == f"{TOLD}: try again in 1 second."
 
 
+def test_a_try_whose_turn_is_the_longest_wait_away_waits_for_it() -> None:
+    """Refused only when its turn is *more* than ``max_wait_s`` away (a quarter second: exact
+    in binary, so the turn is exactly that far)."""
+    limit = guesses(free=1, window_s=60, gap_s=0.25, max_wait_s=0.25)
+    limit.missed("eve")
+    started = time.monotonic()
+    asyncio.run(limit.admit("eve"))
+    assert time.monotonic() - started >= 0.25
+
+
 def test_a_refusal_says_when_the_client_may_try_again_its_turn_or_its_misses_leaving() -> None:
     # Turn 300 s away, the wait 10 s: free again in 290 s (its turn), said in whole minutes.
     by_turn = guesses(free=1, window_s=1000, gap_s=300, max_wait_s=10)
