@@ -39,6 +39,10 @@ from tests.test_live import (
     student,
 )
 
+# Each test takes a second or two; a mutant that makes a try wait for hours fails here, not at
+# the suite's two minutes.
+pytestmark = pytest.mark.timeout(30)
+
 TOLD = "Too many codes"
 
 
