@@ -243,7 +243,8 @@ def test_a_students_key_is_found_past_another_classs_cookie_that_is_not_valid(
     tmp_path: Path,
 ) -> None:
     """A browser in two classes carries two student cookies; one no longer valid (a server
-    key changed, a cookie cut short) does not hide the other's key."""
+    key changed, a cookie cut short) does not hide the other's key; the same words in another
+    header are no cookie."""
     with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
         code = start_class(host)
         pupil = student(host, code, "Ada")
@@ -255,15 +256,17 @@ def test_a_students_key_is_found_past_another_classs_cookie_that_is_not_valid(
 
         middleware = ParticipantKey(inner, KEY)
         broken = f"{student_cookie('ZZZZZZ')}={signed[:-2]}xx"
-        for header in (
-            f"{student_cookie(code)}={signed}",
-            f"{broken}; {student_cookie(code)}={signed}",
+        for name, header in (
+            (b"cookie", f"{student_cookie(code)}={signed}"),
+            (b"cookie", f"{broken}; {student_cookie(code)}={signed}"),
+            (b"x-note", f"{student_cookie(code)}={signed}"),  # the same words, not a cookie
         ):
-            scope: Scope = {"type": "http", "headers": [(b"cookie", header.encode())]}
+            scope: Scope = {"type": "http", "headers": [(name, header.encode())]}
             host.portal.call(middleware, scope, None, None)
-    alone, behind = seen
+    alone, behind, elsewhere = seen
     assert alone is not None
     assert behind == alone
+    assert elsewhere is None
 
 
 # ---- a class's code guessed ---------------------------------------------------------------
