@@ -34,10 +34,12 @@ from tests.test_live import (
     KEY,
     _keyed_link,
     other_browser,
+    questions,
     settings_for,
     start_class,
     student,
 )
+from tests.test_live_refusals import events, next_event
 
 # Each test takes a second or two; a mutant that makes a try wait for hours fails here, not at
 # the suite's two minutes.
@@ -453,3 +455,28 @@ def test_a_clients_stream_openings_take_turns_apart_from_another_clients(tmp_pat
             await asyncio.wait_for(waiting, 5)
 
         host.portal.call(run)
+
+
+def test_the_projector_on_the_instructors_device_and_on_the_projectors_are_two_views(
+    tmp_path: Path,
+) -> None:
+    """The projector's view opened from the dashboard (the host's cookie) and on the room's
+    projector (the projector link's cookie) are streams of two devices: opening one does not
+    end the other (a newer stream of the *same* view would, app/live/streams.py)."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+        code = start_class(host)
+        path, key = _keyed_link(host.get(f"/class/{code}/host").text, "#screen-url")
+        projector = other_browser(host)
+        assert projector.post(path, data={"key": key}, follow_redirects=False).status_code == 303
+        first = questions()[0]
+        screen = f"/class/{code}/events?view=screen"
+        shown = "the projector's view"
+        with host.stream("GET", screen) as laptop:
+            mine = events(laptop)
+            next_event(mine, lambda e: e.name == "screen", shown)
+            with projector.stream("GET", screen) as wall:
+                theirs = events(wall)
+                next_event(theirs, lambda e: e.name == "screen", shown)
+                assert host.post(f"/class/{code}/ask", data={"question": first.id}).is_success
+                assert next(mine).name == "screen"  # asked: shown, not ended ("gone")
+                assert next(theirs).name == "screen"
