@@ -305,7 +305,9 @@ def test_past_the_free_misses_every_code_lookup_waits_except_with_the_classs_own
         assert host.get(f"/class/{code}/host").status_code == 200
         assert pupil.get(f"/class/{code}").status_code == 200
         # A student's cookie goes with every path: with the code in lower case too.
-        assert pupil.get(f"/class/{code.lower()}", follow_redirects=False).status_code == 308
+        moved = pupil.get(f"/class/{code.lower()}", follow_redirects=False)
+        assert moved.status_code == 308
+        assert moved.headers["location"] == f"/class/{code}"  # no query: none added
         assert other.get(f"/class/{other_code}/host").status_code == 200
 
 
@@ -354,6 +356,8 @@ def refused_nickname(typed: str) -> str:
 def test_a_nickname_is_nfkc_trimmed_and_one_to_twenty_four_characters() -> None:
     assert read_nickname("  \uff21\uff44\uff41 ") == "Ada"  # full-width letters, spaces around
     assert read_nickname("Ada  Lovelace") == "Ada  Lovelace"  # spaces inside kept as typed
+    # A space of another width typed inside is the plain one NFKC makes of it, not refused.
+    assert read_nickname("Ada\u00a0Lovelace\u3000I") == "Ada Lovelace I"
     assert read_nickname("x" * 24) == "x" * 24
     assert refused_nickname("x" * 25) == "That nickname has 25 characters; use at most 24."
     for blank in ("", "   ", "\u3000"):  # an ideographic space is a plain one in NFKC
