@@ -302,6 +302,12 @@ def test_past_the_free_misses_every_code_lookup_waits_except_with_the_classs_own
             assert held.status_code == 429, held.request.url
             assert int(held.headers["Retry-After"]) >= 1
         assert guesser.post("/join", data={"code": code, "nickname": "Eve"}).status_code == 429
+        # Another address is not held up by this one's guesses.
+        elsewhere = TestClient(host.app, client=("192.0.2.9", 50000))
+        elsewhere.portal = host.portal
+        assert elsewhere.get(f"/class/{code}", follow_redirects=False).status_code == 303
+        joined = elsewhere.post("/join", data={"code": code, "nickname": "Bo"})
+        assert joined.status_code == 200  # on the class's page
         assert host.get(f"/class/{code}/host").status_code == 200
         assert pupil.get(f"/class/{code}").status_code == 200
         # A student's cookie goes with every path: with the code in lower case too.
