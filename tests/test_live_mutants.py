@@ -340,7 +340,9 @@ def test_a_typed_code_is_read_in_any_case_without_spaces_dashes_or_tabs() -> Non
         read_join_code("ABC")
     assert refused.value.field == "code"
     assert refused.value.status == 422
-    assert "6 letters and digits" in refused.value.message
+    assert refused.value.message == (
+        "A class code has 6 letters and digits, as shown on the instructor's screen."
+    )
 
 
 def test_new_codes_are_six_characters_of_the_alphabet_and_differ() -> None:
