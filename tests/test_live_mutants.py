@@ -1,0 +1,494 @@
+"""What the live class's mutation run (docs/testing.md, "Mutation testing") showed no test
+held, each asserted from its definition: a client's wrong guesses and their turns
+(app/live/guesses.py), on timings of tenths of a second, so the run stays fast; the cookies of
+a class (app/live/access.py)."""
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from http.cookies import Morsel, SimpleCookie
+from pathlib import Path
+
+import httpx
+import pytest
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+from app.live.access import ParticipantKey, student_cookie
+from app.live.codes import new_code, read_code
+from app.live.deps import stream_turn
+from app.live.guesses import MAX_CLIENTS, Guesses, TooManyGuessesError
+from app.live.join import (
+    JoinError,
+    nickname_key,
+    nickname_skeleton,
+    read_join_code,
+    read_nickname,
+)
+from app.live.streams import OPENING_PER_CLIENT, Turn
+from app.main import create_app
+from tests.conftest import INSTRUCTOR_PASSWORD
+from tests.test_live import (
+    KEY,
+    _keyed_link,
+    other_browser,
+    questions,
+    settings_for,
+    start_class,
+    student,
+)
+from tests.test_live_refusals import events, next_event
+
+# Each test takes a second or two; a mutant that makes a try wait for hours fails here, not at
+# the suite's two minutes.
+pytestmark = pytest.mark.timeout(30)
+
+TOLD = "Too many codes"
+
+
+def guesses(**timing: float) -> Guesses:
+    return Guesses("code", TOLD, **timing)  # type: ignore[arg-type]
+
+
+def refusal(limit: Guesses, client: str) -> TooManyGuessesError:
+    with pytest.raises(TooManyGuessesError) as refused:
+        asyncio.run(limit.admit(client))
+    return refused.value
+
+
+def admitted_at_once(limit: Guesses, client: str) -> bool:
+    """The try is admitted without waiting a turn or being refused (nothing is awaited before
+    a try is admitted at once)."""
+
+    async def first_step() -> bool:
+        task = asyncio.ensure_future(limit.admit(client))
+        await asyncio.sleep(0)  # one step of the loop: a try admitted at once has returned
+        if not task.done():
+            task.cancel()
+            return False
+        return task.exception() is None
+
+    return asyncio.run(first_step())
+
+
+# ---- guesses ------------------------------------------------------------------------------
+
+
+def test_a_client_tries_freely_until_it_has_missed_free_times() -> None:
+    limit = guesses(free=3, window_s=60, gap_s=30, max_wait_s=60)
+    for _ in range(2):
+        limit.missed("eve")
+    assert admitted_at_once(limit, "eve")  # two misses of three free
+    limit.missed("eve")
+    assert not admitted_at_once(limit, "eve")  # the third: its tries take turns
+    assert admitted_at_once(limit, "bob")  # another client is not held up
+
+
+def test_past_the_free_misses_tries_take_turns_a_gap_apart_and_past_the_wait_are_refused() -> None:
+    gap, wait = 0.2, 0.5
+    limit = guesses(free=2, window_s=60, gap_s=gap, max_wait_s=wait)
+    limit.missed("eve")
+    limit.missed("eve")
+
+    async def four_at_once() -> list[float | TooManyGuessesError]:
+        started = time.monotonic()
+
+        async def one() -> float | TooManyGuessesError:
+            try:
+                await limit.admit("eve")
+            except TooManyGuessesError as error:
+                return error
+            return time.monotonic() - started
+
+        return list(await asyncio.gather(one(), one(), one(), one()))
+
+    first, second, third, fourth = asyncio.run(four_at_once())
+    # Turns at one gap and two gaps from now; the third's (three gaps, 0.6 s) is past the
+    # longest wait (0.5 s): refused, and so is the fourth.
+    assert isinstance(first, float)
+    assert first >= gap
+    assert isinstance(second, float)
+    assert second >= 2 * gap
+    for refused in (third, fourth):
+        assert isinstance(refused, TooManyGuessesError)
+        assert refused.field == "code"
+        assert refused.retry_after == 1  # its turn comes in a tenth of a second: 1 s, whole
+        assert refused.message == f"{TOLD}: try again in 1 second."
+
+
+def test_a_try_whose_turn_is_the_longest_wait_away_waits_for_it() -> None:
+    """Refused only when its turn is *more* than ``max_wait_s`` away (a quarter second: exact
+    in binary, so the turn is exactly that far)."""
+    limit = guesses(free=1, window_s=60, gap_s=0.25, max_wait_s=0.25)
+    limit.missed("eve")
+    started = time.monotonic()
+    asyncio.run(limit.admit("eve"))
+    assert time.monotonic() - started >= 0.25
+
+
+def test_a_refusal_says_when_the_client_may_try_again_its_turn_or_its_misses_leaving() -> None:
+    # Turn 300 s away, the wait 10 s: free again in 290 s (its turn), said in whole minutes.
+    by_turn = guesses(free=1, window_s=1000, gap_s=300, max_wait_s=10)
+    by_turn.missed("eve")
+    refused = refusal(by_turn, "eve")
+    assert refused.retry_after == 290
+    assert refused.message == f"{TOLD}: try again in 5 minutes."
+    # The same, but its miss leaves the window in 100 s: sooner than its turn.
+    by_window = guesses(free=1, window_s=100, gap_s=300, max_wait_s=10)
+    by_window.missed("eve")
+    refused = refusal(by_window, "eve")
+    assert 99 <= refused.retry_after <= 100
+    assert refused.message == f"{TOLD}: try again in {refused.retry_after} seconds."
+    # Of three misses with two free, the second oldest leaving frees it: the window from it.
+    two_free = guesses(free=2, window_s=100, gap_s=300, max_wait_s=10)
+    two_free.missed("eve")
+    two_free.missed("eve")
+    two_free.missed("eve")
+    assert 99 <= refusal(two_free, "eve").retry_after <= 100
+
+
+def test_at_two_minutes_a_wait_is_said_in_minutes_rounded_up() -> None:
+    for turn, said in [(129, "119 seconds"), (130, "2 minutes"), (131, "3 minutes")]:
+        limit = guesses(free=1, window_s=1000, gap_s=turn, max_wait_s=10)
+        limit.missed("eve")
+        assert refusal(limit, "eve").message == f"{TOLD}: try again in {said}."
+
+
+def test_misses_older_than_the_window_are_forgotten() -> None:
+    limit = guesses(free=1, window_s=0.05, gap_s=300, max_wait_s=10)
+    limit.missed("eve")
+    assert not admitted_at_once(limit, "eve")
+    time.sleep(0.06)  # the window itself is what is tested: past it, the miss is gone
+    assert admitted_at_once(limit, "eve")
+
+
+def test_the_quietest_client_is_forgotten_past_the_clients_remembered() -> None:
+    limit = guesses(free=1, window_s=600, gap_s=300, max_wait_s=10)
+    limit.missed("first")
+    limit.missed("second")
+    for n in range(MAX_CLIENTS - 2):
+        limit.missed(f"c{n}")
+    limit.missed("first")  # missed again: the most recent now
+    assert not admitted_at_once(limit, "second")  # all remembered so far
+    limit.missed("one more")
+    assert admitted_at_once(limit, "second")  # the quietest, forgotten
+    assert not admitted_at_once(limit, "first")
+    assert not admitted_at_once(limit, "one more")
+
+
+def test_many_misses_still_free_the_client_when_the_last_free_ones_leave_the_window() -> None:
+    limit = guesses(free=2, window_s=100, gap_s=300, max_wait_s=10)
+    for _ in range(20):
+        limit.missed("eve")
+    # However many it missed, it is free again when all but the last free-1 left the window.
+    assert 99 <= refusal(limit, "eve").retry_after <= 100
+
+
+# ---- cookies ------------------------------------------------------------------------------
+
+
+def set_cookies(response: httpx.Response) -> dict[str, Morsel[str]]:
+    """The cookies a response sets, by name, with their attributes."""
+    found: dict[str, Morsel[str]] = {}
+    for header in response.headers.get_list("set-cookie"):
+        jar: SimpleCookie = SimpleCookie()
+        jar.load(header)
+        found.update(jar)
+    return found
+
+
+@pytest.mark.parametrize(("scheme", "secure"), [("http", ""), ("https", True)])
+def test_every_cookie_of_a_class_is_http_only_same_site_and_kept_to_its_class(
+    tmp_path: Path, scheme: str, secure: object
+) -> None:
+    """The instructor's (for the retention), the host's and the projector's (the class's
+    pages), a student's (every page, the lesson's too: a month), under the proxy's prefix;
+    Secure when the page came over HTTPS."""
+    retention_days = 2.5
+    settings = settings_for(tmp_path / "data", class_retention_days=retention_days)
+    base = f"{scheme}://testserver"
+    with TestClient(create_app(settings), base_url=base, root_path="/atlas") as host:
+        started = host.post(
+            "/class/new", data={"password": INSTRUCTOR_PASSWORD}, follow_redirects=False
+        )
+        assert started.status_code == 303
+        code = started.headers["location"].split("/")[3]
+        cookies = set_cookies(started)
+        instructor, hosted = cookies["atlas-instructor"], cookies[f"atlas-host-{code}"]
+        path, key = _keyed_link(host.get(f"/atlas/class/{code}/host").text, "#screen-url")
+        projector = TestClient(host.app, base_url=base, root_path="/atlas")
+        projector.portal = host.portal
+        entered = projector.post(path, data={"key": key}, follow_redirects=False)
+        screen = set_cookies(entered)[f"atlas-screen-{code}"]
+        joined = projector.post(
+            "/atlas/join", data={"code": code, "nickname": "Ada"}, follow_redirects=False
+        )
+        pupil = set_cookies(joined)[f"atlas-class-{code}"]
+    month = 30 * 24 * 60 * 60
+    expected = [
+        (instructor, "/atlas/class", round(retention_days * 24 * 60 * 60)),
+        (hosted, f"/atlas/class/{code}", month),
+        (screen, f"/atlas/class/{code}", month),
+        (pupil, "/atlas/", month),
+    ]
+    for cookie, where, age in expected:
+        assert cookie["httponly"] is True, cookie.key
+        assert cookie["samesite"].lower() == "lax", cookie.key
+        assert cookie["secure"] == secure, cookie.key
+        assert cookie["path"] == where, cookie.key
+        assert cookie["max-age"] == str(age), cookie.key
+
+
+def test_a_students_key_is_found_past_another_classs_cookie_that_is_not_valid(
+    tmp_path: Path,
+) -> None:
+    """A browser in two classes carries two student cookies; one no longer valid (a server
+    key changed, a cookie cut short) does not hide the other's key; the same words in another
+    header are no cookie."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+        code = start_class(host)
+        pupil = student(host, code, "Ada")
+        signed = pupil.cookies[student_cookie(code)]
+        seen: list[object] = []
+
+        async def inner(scope: Scope, receive: Receive, send: Send) -> None:
+            seen.append(scope.get("state", {}).get("participant"))
+
+        middleware = ParticipantKey(inner, KEY)
+        broken = f"{student_cookie('ZZZZZZ')}={signed[:-2]}xx"
+        for name, header in (
+            (b"cookie", f"{student_cookie(code)}={signed}"),
+            (b"cookie", f"{broken}; {student_cookie(code)}={signed}"),
+            (b"x-note", f"{student_cookie(code)}={signed}"),  # the same words, not a cookie
+        ):
+            scope: Scope = {"type": "http", "headers": [(name, header.encode())]}
+            host.portal.call(middleware, scope, None, None)
+    alone, behind, elsewhere = seen
+    assert alone is not None
+    assert behind == alone
+    assert elsewhere is None
+
+
+# ---- a class's code guessed ---------------------------------------------------------------
+
+
+def test_past_the_free_misses_every_code_lookup_waits_except_with_the_classs_own_cookie(
+    tmp_path: Path,
+) -> None:
+    """Two codes of no class from one address (every TestClient is ``testclient``); then each
+    lookup of a code from it, right or wrong, waits its turn: refused at once here (429 with
+    Retry-After), its longest wait set to none. A request with a cookie of the URL's class (its
+    host's, a student's), its code typed in any case, is never held up; a cookie of another
+    class is no help."""
+    settings = settings_for(tmp_path / "data", code_misses_per_minute=2)
+    with TestClient(create_app(settings)) as host:
+        code = start_class(host)
+        other = other_browser(host)
+        other_code = start_class(other)
+        pupil = student(host, code, "Ada")
+        host.app.state.live_guesses.max_wait_s = 0  # type: ignore[attr-defined]
+        guesser = other_browser(host)
+        unknown = next(c for c in ("ZZZZZZ", "YYYYYY") if c not in (code, other_code))
+        assert guesser.get(f"/class/{unknown}").status_code == 404
+        joined = guesser.post("/join", data={"code": unknown, "nickname": "Eve"})
+        assert joined.status_code == 404
+        for held in (
+            guesser.get(f"/class/{code}"),
+            guesser.post(f"/class/{code}/answer", data={}),
+            other.get(f"/class/{code}/host"),  # the host of another class
+        ):
+            assert held.status_code == 429, held.request.url
+            assert int(held.headers["Retry-After"]) >= 1
+        assert guesser.post("/join", data={"code": code, "nickname": "Eve"}).status_code == 429
+        # Another address is not held up by this one's guesses.
+        elsewhere = TestClient(host.app, client=("192.0.2.9", 50000))
+        elsewhere.portal = host.portal
+        assert elsewhere.get(f"/class/{code}", follow_redirects=False).status_code == 303
+        joined = elsewhere.post("/join", data={"code": code, "nickname": "Bo"})
+        assert joined.status_code == 200  # on the class's page
+        assert host.get(f"/class/{code}/host").status_code == 200
+        assert pupil.get(f"/class/{code}").status_code == 200
+        # A student's cookie goes with every path: with the code in lower case too.
+        moved = pupil.get(f"/class/{code.lower()}", follow_redirects=False)
+        assert moved.status_code == 308
+        assert moved.headers["location"] == f"/class/{code}"  # no query: none added
+        assert other.get(f"/class/{other_code}/host").status_code == 200
+
+
+# ---- codes and nicknames (app/live/codes.py, app/live/join.py) -------------------------------
+
+
+def test_a_typed_code_is_read_in_any_case_without_spaces_dashes_or_tabs() -> None:
+    assert read_code("abc-def") == "ABCDEF"
+    assert read_code(" a b\tc-d e f ") == "ABCDEF"
+    assert read_code("ABCDEF") == "ABCDEF"
+    for typed in (
+        "ABCDE",
+        "ABCDEFG",
+        "",
+        "ABCDE0",
+        "ABCDEO",
+        "ABCDE1",
+        "ABCDEI",
+        "ABCDEL",
+        "ABC_EF",
+    ):
+        assert read_code(typed) is None, typed
+    with pytest.raises(JoinError) as refused:
+        read_join_code("ABC")
+    assert refused.value.field == "code"
+    assert refused.value.status == 422
+    assert refused.value.message == (
+        "A class code has 6 letters and digits, as shown on the instructor's screen."
+    )
+
+
+def test_new_codes_are_six_characters_of_the_alphabet_and_differ() -> None:
+    made = {new_code() for _ in range(50)}
+    assert len(made) > 40  # 887 million codes: fifty draws hardly repeat
+    for code in made:
+        assert len(code) == 6
+        assert set(code) <= set("23456789ABCDEFGHJKMNPQRSTUVWXYZ")
+
+
+def refused_nickname(typed: str) -> str:
+    with pytest.raises(JoinError) as refused:
+        read_nickname(typed)
+    assert refused.value.field == "nickname"
+    assert refused.value.status == 422
+    return refused.value.message
+
+
+def test_a_nickname_is_nfkc_trimmed_and_one_to_twenty_four_characters() -> None:
+    assert read_nickname("  \uff21\uff44\uff41 ") == "Ada"  # full-width letters, spaces around
+    assert read_nickname("Ada  Lovelace") == "Ada  Lovelace"  # spaces inside kept as typed
+    # A space of another width typed inside is the plain one NFKC makes of it, not refused.
+    assert read_nickname("Ada\u00a0Lovelace\u3000I") == "Ada Lovelace I"
+    assert read_nickname("x" * 24) == "x" * 24
+    assert refused_nickname("x" * 25) == "That nickname has 25 characters; use at most 24."
+    for blank in ("", "   ", "\u3000"):  # an ideographic space is a plain one in NFKC
+        assert refused_nickname(blank) == "Choose a nickname (1 to 24 characters)."
+
+
+@pytest.mark.parametrize(
+    ("typed", "named"),
+    [
+        ("Al\u200bice", "U+200B"),  # zero-width space (a format character)
+        ("Ali\u0007ce", "U+0007"),  # a control character
+        ("Alice\u2028", "U+2028"),  # a line separator, kept by strip() inside
+        ("Ali\u2029ce", "U+2029"),
+        ("Al\ue000ice", "U+E000"),  # private use
+        ("Al\u0378ice", "U+0378"),  # unassigned
+        ("Alice\u034f", "U+034F"),
+        ("Al\u1680ice", "U+1680"),  # a space NFKC leaves as it is: not a plain one
+        ("\u3164Bob", "U+3164"),  # the character typed, not the one NFKC makes of it
+        ("Bob\U000e01ef", "U+E01EF"),  # the last supplementary variation selector
+    ],
+)
+def test_a_nickname_with_a_character_one_cannot_see_is_refused_naming_it(
+    typed: str, named: str
+) -> None:
+    assert refused_nickname(typed) == (
+        f"A nickname cannot hold control or invisible characters; this one holds {named}."
+    )
+
+
+def test_a_nickname_needs_a_letter_or_digit_and_at_most_two_marks_on_one() -> None:
+    needs = "A nickname needs at least one letter or digit."
+    for typed in ("!!!", "· ·", "\u0301\u0301"):
+        assert refused_nickname(typed) == needs
+    assert read_nickname("7") == "7"
+    assert read_nickname("x\u0301\u0302q") == "x\u0301\u0302q"  # NFKC composes none of these
+    marks = "A nickname can put at most 2 accents or other combining marks on a letter."
+    assert refused_nickname("x\u0301\u0302\u0303q") == marks
+    # Two marks on each of two letters, or two before the first: two in a row at most.
+    assert read_nickname("\u0301\u0302Ada") == "\u0301\u0302Ada"
+    assert read_nickname("x\u0301\u0302q\u0301\u0302") == "x\u0301\u0302q\u0301\u0302"
+
+
+def test_nicknames_that_differ_in_case_spacing_or_look_are_one() -> None:
+    assert nickname_key("  Ada   LOVELACE ") == nickname_key("ada lovelace")
+    assert nickname_key("STRASSE") == nickname_key("straße")  # casefold, not lower
+    assert nickname_key("Ada") != nickname_key("Ida")
+    same = {nickname_skeleton(n) for n in ("Alice", "\u0410lice", "AIice", "A1ice", "alice")}
+    assert len(same) == 1
+    assert nickname_skeleton("Alice") != nickname_skeleton("Alina")
+
+
+# ---- who may open what (app/live/deps.py) ----------------------------------------------------
+
+NOT_HOST = (
+    "This page and its actions are for the class's instructor. Open the dashboard from the"
+    " device that started the class, or with the co-host link it shows."
+)
+NOT_SCREEN = (
+    "The projector's view is opened from the class's dashboard, or on another device with the"
+    " projector link the dashboard shows."
+)
+
+
+def test_a_refused_dashboard_or_projector_says_where_it_is_opened(tmp_path: Path) -> None:
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+        code = start_class(host)
+        pupil = student(host, code, "Ada")
+        for path, told in [
+            (f"/class/{code}/host", NOT_HOST),
+            (f"/class/{code}/screen", NOT_SCREEN),
+        ]:
+            refused = pupil.get(path)
+            assert refused.status_code == 403
+            assert refused.json() == {"detail": told}
+            page = pupil.get(path, headers={"Accept": "text/html"})
+            assert page.status_code == 403
+            assert told in " ".join(BeautifulSoup(page.text, "html.parser").get_text(" ").split())
+
+
+def test_a_clients_stream_openings_take_turns_apart_from_another_clients(tmp_path: Path) -> None:
+    """``OPENING_PER_CLIENT`` streams of one address open at once; its next waits for one of
+    them to have opened, while another address's opens at once (app/live/streams.py)."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+
+        def turn(address: str) -> AsyncIterator[Turn]:
+            scope = {"type": "http", "client": (address, 5000), "app": host.app, "headers": []}
+            return stream_turn(Request(scope))
+
+        async def run() -> None:
+            mine = [turn("192.0.2.1") for _ in range(OPENING_PER_CLIENT + 1)]
+            for opening in mine[:-1]:
+                await anext(opening)
+            waiting = asyncio.ensure_future(anext(mine[-1]))
+            other = asyncio.ensure_future(anext(turn("192.0.2.2")))
+            await asyncio.sleep(0)  # one step of the loop: a free turn is taken at once
+            assert other.done()
+            assert not waiting.done()
+            await mine[0].aclose()  # its stream opened (or its request ended): the turn is free
+            await asyncio.wait_for(waiting, 5)
+
+        host.portal.call(run)
+
+
+def test_the_projector_on_the_instructors_device_and_on_the_projectors_are_two_views(
+    tmp_path: Path,
+) -> None:
+    """The projector's view opened from the dashboard (the host's cookie) and on the room's
+    projector (the projector link's cookie) are streams of two devices: opening one does not
+    end the other (a newer stream of the *same* view would, app/live/streams.py)."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+        code = start_class(host)
+        path, key = _keyed_link(host.get(f"/class/{code}/host").text, "#screen-url")
+        projector = other_browser(host)
+        assert projector.post(path, data={"key": key}, follow_redirects=False).status_code == 303
+        first = questions()[0]
+        screen = f"/class/{code}/events?view=screen"
+        shown = "the projector's view"
+        with host.stream("GET", screen) as laptop:
+            mine = events(laptop)
+            next_event(mine, lambda e: e.name == "screen", shown)
+            with projector.stream("GET", screen) as wall:
+                theirs = events(wall)
+                next_event(theirs, lambda e: e.name == "screen", shown)
+                assert host.post(f"/class/{code}/ask", data={"question": first.id}).is_success
+                assert next(mine).name == "screen"  # asked: shown, not ended ("gone")
+                assert next(theirs).name == "screen"
