@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from app.live.access import ParticipantKey, student_cookie
+from app.live.access import ParticipantKey, host_cookie, screen_cookie, student_cookie
 from app.live.codes import new_code, read_code
 from app.live.deps import stream_turn
 from app.live.guesses import MAX_CLIENTS, Guesses, TooManyGuessesError
@@ -492,3 +492,37 @@ def test_the_projector_on_the_instructors_device_and_on_the_projectors_are_two_v
                 assert host.post(f"/class/{code}/ask", data={"question": first.id}).is_success
                 assert next(mine).name == "screen"  # asked: shown, not ended ("gone")
                 assert next(theirs).name == "screen"
+
+
+def test_the_instructor_and_a_cohost_have_a_dashboard_each(tmp_path: Path) -> None:
+    """The co-host link lets another device in with the class's key: the two devices hold
+    cookies of their own, so their dashboards are two views, and opening one does not end the
+    other's (one cookie for both made them one view: the first page stopped updating). Two
+    projectors let in with the projector link likewise."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+        code = start_class(host)
+        page = host.get(f"/class/{code}/host").text
+        path, key = _keyed_link(page, "#cohost-url")
+        cohost = other_browser(host)
+        assert cohost.post(path, data={"key": key}, follow_redirects=False).status_code == 303
+        name = host_cookie(code)
+        assert host.cookies.get(name) != cohost.cookies.get(name)
+        screen_path, screen_key = _keyed_link(page, "#screen-url")
+        walls = [other_browser(host) for _ in range(2)]
+        for wall in walls:
+            entered = wall.post(screen_path, data={"key": screen_key}, follow_redirects=False)
+            assert entered.status_code == 303
+        assert walls[0].cookies.get(screen_cookie(code)) != walls[1].cookies.get(
+            screen_cookie(code)
+        )
+        first = questions()[0]
+        dashboard = f"/class/{code}/events?view=host"
+        with host.stream("GET", dashboard) as laptop:
+            mine = events(laptop)
+            next_event(mine, lambda e: e.name == "host", "the instructor's dashboard")
+            with cohost.stream("GET", dashboard) as phone:
+                theirs = events(phone)
+                next_event(theirs, lambda e: e.name == "host", "the co-host's dashboard")
+                assert host.post(f"/class/{code}/ask", data={"question": first.id}).is_success
+                assert next(mine).name == "host"  # asked: shown, not ended ("gone")
+                assert next(theirs).name == "host"

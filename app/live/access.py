@@ -12,6 +12,7 @@ trusted: the class row must hold it too, so a deleted class or a removed student
 
 import hashlib
 import hmac
+import secrets
 from http.cookies import SimpleCookie
 
 from itsdangerous import BadSignature, URLSafeSerializer
@@ -77,10 +78,24 @@ def _set(
     )
 
 
+# A host or projector cookie holds the class's token and, after this, a mark of the device it
+# was given to: two devices let in with one key (the co-host or projector link) hold two
+# cookies, so each has a dashboard or projector view of its own (device_of).
+DEVICE_MARK = "."
+
+
+def _for_device(token: str) -> str:
+    return f"{token}{DEVICE_MARK}{secrets.token_urlsafe(6)}"
+
+
+def _holds(held: str | None, token: str) -> bool:
+    """A cookie's value is ``token`` for some device."""
+    return held is not None and hmac.compare_digest(held.split(DEVICE_MARK, 1)[0], token)
+
+
 def is_host(request: Request, code: str, host_token: str) -> bool:
     """The request carries this class's host cookie."""
-    held = _read(request, host_cookie(code), HOST_SALT)
-    return held is not None and hmac.compare_digest(held, host_token)
+    return _holds(_read(request, host_cookie(code), HOST_SALT), host_token)
 
 
 def signed_host(request: Request, code: str) -> bool:
@@ -102,7 +117,7 @@ def let_host_in(request: Request, response: Response, code: str, host_token: str
         request,
         response,
         host_cookie(code),
-        host_token,
+        _for_device(host_token),
         HOST_SALT,
         f"{_root(request)}/class/{code}",
     )
@@ -121,12 +136,11 @@ def screen_token(host_token: str) -> str:
 
 def is_viewer(request: Request, code: str, host_token: str) -> bool:
     """The request carries this class's projector cookie."""
-    held = _read(request, screen_cookie(code), SCREEN_SALT)
-    return held is not None and hmac.compare_digest(held, screen_token(host_token))
+    return _holds(_read(request, screen_cookie(code), SCREEN_SALT), screen_token(host_token))
 
 
 def let_viewer_in(request: Request, response: Response, code: str, host_token: str) -> None:
-    token = screen_token(host_token)
+    token = _for_device(screen_token(host_token))
     path = f"{_root(request)}/class/{code}"
     _set(request, response, screen_cookie(code), token, SCREEN_SALT, path)
 
