@@ -230,6 +230,8 @@ class Pool:
     async def run(self, job: Job) -> DistributedResult:
         """Send the job to ranks 0…P-1 and gather their reports within the deadline."""
         size = job.world_size
+        if size > len(self._writers):  # a bug of the caller's: no rank is sent half a job
+            raise ValueError(f"a job of {size} ranks for a pool of {len(self._writers)}")
         frame = encode(job.model_dump())
 
         async def exchange() -> list[dict[str, object]]:
