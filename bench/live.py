@@ -592,7 +592,7 @@ async def run_drag(server: Server, students: int, workers: int, seconds: float) 
     load_during = os.getloadavg()[0]
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.gather(*listeners), 30)
-    # The dashboard's picture after the last states: held back at most LABS_GAP_S.
+    # The dashboard's picture after the last states: held back at most DETAILS_GAP_S.
     await asyncio.sleep(1.0)
     watcher.cancel()
     during = [(at, size, data) for at, size, data in dashboard[1:] if at <= begun + elapsed]

@@ -204,7 +204,7 @@ def test_sent_to_everyone_moves_every_students_lab(client: TestClient) -> None:
 
 # ---- the dashboard's stream under dragging students -----------------------------------------
 
-LABS_GAP_S = 0.5
+DETAILS_GAP_S = 0.5
 EVENT_LIMIT = 20 * 1024
 
 
@@ -286,16 +286,16 @@ def test_dragging_students_give_the_dashboard_two_updates_a_second(
                     await pupil.aclose()
             pictures = [at for at, event in arrived[1:] if picture_of(event) is not None]
             assert len(pictures) >= 2
-            # At most one picture every LABS_GAP_S (the class changed ten times as often). Read
+            # At most one picture every DETAILS_GAP_S (the class changed ten times as often). Read
             # here, on a shared machine, two may arrive closer than they were sent: the count
             # over the whole drag is what the server decided.
             span = pictures[-1] - pictures[0]
-            assert len(pictures) - 1 <= span / LABS_GAP_S + 1, (len(pictures), span)
+            assert len(pictures) - 1 <= span / DETAILS_GAP_S + 1, (len(pictures), span)
             # Nor any other update (the counts, the students listed first): at most one every
-            # LABS_GAP_S too, every event counted.
+            # DETAILS_GAP_S too, every event counted.
             updates = [at for at, _ in arrived[1:]]
             span = updates[-1] - updates[0]
-            assert len(updates) - 1 <= span / LABS_GAP_S + 1, (len(updates), span)
+            assert len(updates) - 1 <= span / DETAILS_GAP_S + 1, (len(updates), span)
             assert max(len(event.data.encode()) for _, event in arrived[1:]) <= EVENT_LIMIT
 
     asyncio.run(run())

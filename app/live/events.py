@@ -39,7 +39,7 @@ MIN_GAP_S = 0.1
 # The dashboard's details (its roster, counts of students, shared labs and the picture of the
 # class's lab states) are sent at most once in this gap: 500 students dragging change the class
 # 10 times a second, the details follow twice a second. The parts in URGENT go at once.
-LABS_GAP_S = 0.5
+DETAILS_GAP_S = 0.5
 URGENT = frozenset({"host-now"})
 PING_S = 15
 
@@ -282,20 +282,20 @@ def host_stream(request: Request, turn: Turn, class_id: int, device: str) -> Eve
     never its roster. What the instructor acts on (``URGENT``: the question, its bars and the
     counts joined and answered) goes at once; the details (the students who need attention,
     the counts of each kind, the shared labs, the picture of the class's lab states) at most
-    once every ``LABS_GAP_S``: a change within the gap is held back and sent when it ends, so
+    once every ``DETAILS_GAP_S``: a change within the gap is held back and sent when it ends, so
     500 students dragging send the dashboard two events a second, not ten."""
     sent: dict[str, str] = {}  # what the page shows now, by part
     details = _Details()
 
     def held_until() -> float | None:
-        return details.sent_at + LABS_GAP_S if details.held else None
+        return details.sent_at + DETAILS_GAP_S if details.held else None
 
     def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent]:
         parts = host_parts(request, snapshot)
         changed = {part: html for part, html in parts.items() if sent.get(part) != html}
         picture = labs_key(snapshot)
         now = time.monotonic()
-        if last is None or now >= details.sent_at + LABS_GAP_S:
+        if last is None or now >= details.sent_at + DETAILS_GAP_S:
             show_picture = picture != details.picture
             if changed.keys() - URGENT or show_picture:
                 details.sent_at = now
