@@ -118,8 +118,10 @@ def fds_fall_to(pid: int, count: int) -> bool:
 
 
 def test_half_sent_head_gets_408_after_the_timeout(guarded: Server) -> None:
+    # Timed from before the connection: the server may accept it (and start the head's clock)
+    # before this client's connect returns.
+    started = time.monotonic()
     with socket.create_connection(address(guarded)) as sock:
-        started = time.monotonic()
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: lab\r\nX-Slow: ")
         answer = read_all(sock, EVENT_WAIT_S)
     assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
@@ -127,8 +129,8 @@ def test_half_sent_head_gets_408_after_the_timeout(guarded: Server) -> None:
 
 
 def test_silent_connection_is_closed_after_the_timeout(guarded: Server) -> None:
+    started = time.monotonic()  # before the connection, as above
     with socket.create_connection(address(guarded)) as sock:
-        started = time.monotonic()
         assert read_all(sock, EVENT_WAIT_S) == b""
     assert time.monotonic() - started >= HEAD_TIMEOUT_S
 
@@ -574,8 +576,8 @@ def test_an_answer_before_the_body_still_times_the_next_request(streaming: Serve
     with socket.create_connection(address(streaming)) as sock:
         sock.sendall(b"POST /early HTTP/1.1\r\nHost: lab\r\nContent-Length: 10\r\n\r\n")
         sock.settimeout(2)
+        started = time.monotonic()  # before the answer is read: its clock may start as it is sent
         assert sock.recv(65536).startswith(b"HTTP/1.1 200")
-        started = time.monotonic()
         sock.sendall(b"x" * 10)  # the body, after its answer: then nothing
         # Closed by the idle deadline (keep-alive is far longer), not left open.
         assert not read_all(sock, EVENT_WAIT_S).endswith(b"<still open>")
