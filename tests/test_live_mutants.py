@@ -296,11 +296,16 @@ def test_past_the_free_misses_every_code_lookup_waits_except_with_the_classs_own
         assert joined.status_code == 404
         for held in (
             guesser.get(f"/class/{code}"),
-            guesser.post(f"/class/{code}/answer", data={}),
+            guesser.post(f"/class/{code}/share", data={}),
             other.get(f"/class/{code}/host"),  # the host of another class
         ):
             assert held.status_code == 429, held.request.url
             assert int(held.headers["Retry-After"]) >= 1
+        # An answer without a student's cookie reads no class: every code alike goes to its
+        # join form (which is held up), so it tells a guesser nothing.
+        for any_code in (code, unknown):
+            sent = guesser.post(f"/class/{any_code}/answer", data={}, follow_redirects=False)
+            assert (sent.status_code, sent.headers["location"]) == (303, f"/join/{any_code}")
         assert guesser.post("/join", data={"code": code, "nickname": "Eve"}).status_code == 429
         # Another address is not held up by this one's guesses.
         elsewhere = TestClient(host.app, client=("192.0.2.9", 50000))

@@ -11,6 +11,7 @@ from typing import TypeVar
 from fastapi import FastAPI
 
 from app.lesson.course import ServedLessons
+from app.live.answers import Answers
 from app.live.drags import Drags
 from app.live.events import Feeds
 from app.live.guesses import Guesses
@@ -55,8 +56,9 @@ async def _daily_purge(db: Store, settings: Settings) -> None:
 @contextlib.asynccontextmanager
 async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> AsyncIterator[None]:
     """The live class for the life of the server: ``app.state.live`` (the service),
-    ``live_store``, ``live_feeds`` (the classes this worker follows), ``live_source`` and
-    ``password_guesses``."""
+    ``live_store``, ``live_feeds`` (the classes this worker follows), ``live_source``,
+    ``live_answers`` and ``live_drags`` (this worker's writers of answers and of dragged lab
+    states) and ``password_guesses``."""
     store = open_store(settings)
     await upgrade(store, settings.data_dir)
     service = LiveService(course, settings.class_limit, settings.class_size)
@@ -73,6 +75,7 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
     )
     app.state.live_streams = Streams(settings.max_streams)
     app.state.live_drags = drags = Drags(store, feeds.wake, service.has_lab)
+    app.state.live_answers = answers = Answers(store, service, feeds.wake)
     await source.start()
     await drags.start()
     purging = asyncio.create_task(_daily_purge(store, settings), name="live-daily-purge")
@@ -82,6 +85,7 @@ async def running(app: FastAPI, settings: Settings, course: ServedLessons) -> As
         purging.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await purging
+        await answers.stop()
         await drags.stop()
         await source.stop()
         await store.close()

@@ -21,6 +21,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from app.live import access
+from app.live.answers import Answers
 from app.live.codes import read_code
 from app.live.deps import (
     Class,
@@ -55,6 +56,7 @@ from app.live.report import class_report as class_report_view
 from app.live.service import (
     BusyError,
     ConflictError,
+    GivenAnswer,
     InvalidError,
     LimitReachedError,
     NotAllowedError,
@@ -662,23 +664,24 @@ async def class_page(
 @router.post("/class/{code}/answer", name="class_answer", responses=POSTED)
 async def class_answer(
     request: Request,
-    live: Class,
-    participant: Joined,
-    session: Session,
+    student: SignedStudent,
     service: Service,
     form: Annotated[AnswerForm, Form(default_factory=AnswerForm)],
 ) -> Response:
     """Answer the current question (question, choice); 409 once paused, revealed or ended.
-    The live part back for htmx, else 303 to the student's page."""
-    answer = {"question": form.question, "choice": form.choice}
-    try:
-        await service.answer(session, live, participant, answer, form.round, form.confidence)
-    except RefusalError as error:
-        student = await service.student(session, participant)
-        return _student_page(request, live, student, service, error)
-    if request.headers.get("HX-Request") == "true":
-        return _student_page(request, live, await service.student(session, participant), service)
-    return _see(request, "class_page", code=live.code)
+    The live part back for htmx, else 303 to the student's page. Stored in one transaction
+    with the answers sent meanwhile (app/live/answers.py)."""
+    htmx = request.headers.get("HX-Request") == "true"
+    answers: Answers = request.app.state.live_answers
+    given = GivenAnswer(
+        student.code, student.token, form.question, form.choice, form.round, form.confidence, htmx
+    )
+    answered = await answers.give(given)
+    if answered.student_id is None:  # removed from the class
+        raise Redirect(route_path(request, "join_code", code=answered.live.code))
+    if answered.student is not None:  # refused, or the page asked for by htmx
+        return _student_page(request, answered.live, answered.student, service, answered.error)
+    return _see(request, "class_page", code=answered.live.code)
 
 
 @router.post("/class/{code}/share", name="class_share", responses=POSTED)

@@ -145,6 +145,31 @@ def _students(roster: store.Roster) -> dict[int, Student]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class GivenAnswer:
+    """A student's answer as their request gave it: the class code of its address, the token of
+    their signed cookie, the form's fields, and whether the reply shows their page (htmx)."""
+
+    code: str
+    token: str
+    question: Sequence[str]
+    choice: Sequence[str]
+    round: str = ""
+    confidence: str = ""
+    page: bool = False
+
+
+class Answered(NamedTuple):
+    """What became of a given answer in its transaction: the class as read; the student's id
+    (None: the cookie's student is not in the class: removed); the refusal, if any; the student
+    with their answers, read when the reply shows their page (refused, or asked by htmx)."""
+
+    live: LiveClass
+    student_id: int | None
+    error: RefusalError | None = None
+    student: Student | None = None
+
+
 class LiveService:
     """The live classes of one server: the lessons they follow and the limit on classes."""
 
@@ -215,7 +240,7 @@ class LiveService:
 
     async def student(self, session: AsyncSession, participant: Participant) -> Student:
         """One student with their own answers (their page reads no one else's)."""
-        roster = await store.roster(session, participant.class_id, participant.id)
+        roster = await store.roster(session, participant.class_id, [participant.id])
         return _students(roster)[participant.id]
 
     async def removed(self, session: AsyncSession, live: LiveClass) -> Sequence[Removed]:
@@ -440,32 +465,81 @@ class LiveService:
         await store.change(session, live.id)
         return student, True
 
-    async def answer(
-        self,
-        session: AsyncSession,
-        live: LiveClass,
-        participant: Participant,
-        form: Mapping[str, Sequence[object]],
-        round: str = "",
-        confidence: str = "",
-    ) -> None:
-        """Store the student's answer to the current question in the vote their page shows
-        (``round``; "" is vote 1) with their confidence, if given (their last one counts)."""
+    async def answer_all(
+        self, session: AsyncSession, given: Sequence[GivenAnswer]
+    ) -> list[Answered | NotFoundError]:
+        """Judge each answer against its class as this transaction reads it and store those
+        taken (a student's last one counts); then read the students whose reply shows their
+        page. Each class and the students are read once for all the answers. An answer to a
+        class there is not (deleted) has its refusal for outcome."""
+        lives = {code: await store.class_by_code(session, code) for code in {g.code for g in given}}
+        students = await store.students_by_token(session, [g.token for g in given])
+        outcomes: list[Answered | NotFoundError] = []
+        rows: list[store.AnswerRow] = []
+        for answer in given:
+            live = lives[answer.code]
+            if live is None:
+                outcomes.append(
+                    NotFoundError(f"There is no class with the code {answer.code}.", "code")
+                )
+                continue
+            who, class_id = students.get(answer.token, (None, None))
+            if who is None or class_id != live.id:  # removed, or another class's
+                outcomes.append(Answered(live, None))
+                continue
+            try:
+                row = self._judge(live, who, answer)
+            except RefusalError as error:
+                outcomes.append(Answered(live, who, error))
+                continue
+            rows.append(row)
+            outcomes.append(Answered(live, who))
+        if rows:
+            await store.save_answers(session, rows)
+            for class_id in {row.class_id for row in rows}:
+                await store.change(session, class_id)
+        return await self._with_pages(session, given, outcomes)
+
+    def _judge(self, live: LiveClass, who: int, given: GivenAnswer) -> store.AnswerRow:
+        """The answer to store, or the refusal: the form's question must be the one asked now,
+        in the vote the student's page shows (``round``, "" is vote 1), with a choice it has and
+        a confidence, if given, that is one of those offered."""
         lesson = self.lesson_of(live)
+        form = {"question": given.question, "choice": given.choice}
         try:
             question, chosen = read_answer([q.question for q in lesson.rendered.questions], form)
         except AnswerError as error:
             raise InvalidError(error.message, error.field) from None
-        vote = read_round(round)
-        sure = read_confidence(confidence)
+        vote = read_round(given.round)
+        sure = read_confidence(given.confidence)
         refusal = answer_refusal(live, question.id, vote)
         if refusal:
             raise ConflictError(refusal, "question")
         correct = check(question, chosen).correct
-        await store.save_answer(
-            session, live.id, participant.id, question.id, chosen, correct, vote, sure
-        )
-        await store.change(session, live.id)
+        return store.AnswerRow(live.id, who, question.id, vote, chosen, correct, sure)
+
+    async def _with_pages(
+        self,
+        session: AsyncSession,
+        given: Sequence[GivenAnswer],
+        outcomes: list[Answered | NotFoundError],
+    ) -> list[Answered | NotFoundError]:
+        """The outcomes, each refused one and each whose reply is the page with its student."""
+        shown: dict[int, list[int]] = {}
+        for answer, outcome in zip(given, outcomes, strict=True):
+            if isinstance(outcome, NotFoundError) or outcome.student_id is None:
+                continue
+            if answer.page or outcome.error:
+                shown.setdefault(outcome.live.id, []).append(outcome.student_id)
+        students: dict[int, Student] = {}
+        for class_id, ids in shown.items():
+            students.update(_students(await store.roster(session, class_id, ids)))
+        return [
+            outcome
+            if isinstance(outcome, NotFoundError)
+            else outcome._replace(student=students.get(outcome.student_id or 0))
+            for outcome in outcomes
+        ]
 
     async def share_own_lab(
         self,

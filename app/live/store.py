@@ -336,6 +336,18 @@ async def participant_by_token(
     ).scalar_one_or_none()
 
 
+async def students_by_token(
+    session: AsyncSession, tokens: Sequence[str]
+) -> dict[str, tuple[int, int]]:
+    """``token → (id, class id)`` of the students holding these tokens (one statement)."""
+    found = await session.execute(
+        select(Participant.token, Participant.id, Participant.class_id).where(
+            Participant.token.in_(tokens)
+        )
+    )
+    return {token: (who, class_id) for token, who, class_id in found}
+
+
 async def participant_by_id(
     session: AsyncSession, class_id: int, participant_id: int
 ) -> Participant | None:
@@ -439,29 +451,33 @@ async def save_lab_states(session: AsyncSession, states: Sequence[tuple[int, str
     await session.execute(statement, [{"who": who, "query": query} for who, query in states])
 
 
-async def save_answer(
-    session: AsyncSession,
-    class_id: int,
-    participant_id: int,
-    question: str,
-    choice: int,
-    correct: bool,
-    round: int = 1,
-    confidence: str | None = None,
-) -> None:
-    """The student's answer to ``question`` in vote ``round`` is ``choice`` now (the last one
-    counts): one statement, ``INSERT … ON CONFLICT DO UPDATE``, so two answers of one student
-    at once leave the later one, and an answer costs no read first."""
+class AnswerRow(NamedTuple):
+    """A student's answer to ``question`` in vote ``round``, as it is to be stored."""
+
+    class_id: int
+    participant_id: int
+    question: str
+    round: int
+    choice: int
+    correct: bool
+    confidence: str | None
+
+
+async def save_answers(session: AsyncSession, rows: Sequence[AnswerRow]) -> None:
+    """Each row is its student's answer in its vote now: one statement, ``INSERT … ON CONFLICT
+    DO UPDATE``, run for each row in order, so no answer costs a read first and of two answers
+    of one student (in these rows, or stored at once by two writers) the later one counts."""
     dialect = session.get_bind().dialect.name
     insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
-    values = {"choice": choice, "correct": correct, "answered_at": now(), "confidence": confidence}
-    statement = insert(Answer).values(
-        class_id=class_id, participant_id=participant_id, question=question, round=round, **values
-    )
+    statement = insert(Answer)
+    changed = ("choice", "correct", "answered_at", "confidence")
+    at = now()
     await session.execute(
         statement.on_conflict_do_update(
-            index_elements=["participant_id", "question", "round"], set_=values
-        )
+            index_elements=["participant_id", "question", "round"],
+            set_={name: statement.excluded[name] for name in changed},
+        ),
+        [{**row._asdict(), "answered_at": at} for row in rows],
     )
 
 
@@ -484,8 +500,10 @@ class Roster:
     answers: Sequence[tuple[int, str, int, int, bool, str | None]]
 
 
-async def roster(session: AsyncSession, class_id: int, participant_id: int | None = None) -> Roster:
-    """The class's students with their answers; ``participant_id``: that student alone (their
+async def roster(
+    session: AsyncSession, class_id: int, participant_ids: Sequence[int] | None = None
+) -> Roster:
+    """The class's students with their answers; ``participant_ids``: those students alone (their
     answers found by their own index, not among the whole class's)."""
     participants = (
         select(Participant.id, Participant.nickname, Participant.shared_query)
@@ -500,11 +518,11 @@ async def roster(session: AsyncSession, class_id: int, participant_id: int | Non
         Answer.correct,
         Answer.confidence,
     )
-    if participant_id is None:
+    if participant_ids is None:
         answers = answers.where(Answer.class_id == class_id)
     else:
-        participants = participants.where(Participant.id == participant_id)
-        answers = answers.where(Answer.participant_id == participant_id)
+        participants = participants.where(Participant.id.in_(participant_ids))
+        answers = answers.where(Answer.participant_id.in_(participant_ids))
     return Roster(
         (await session.execute(participants)).all(),
         (await session.execute(answers.order_by(Answer.id))).all(),

@@ -1,0 +1,167 @@
+"""A hall's answers stored together (app/live/answers.py): answers that arrive while this
+worker's writer of answers is busy are stored in its next transaction, all of them; each is
+judged against the class as that transaction read it, and acknowledged only once committed.
+Real SQLite and a real private PostgreSQL, the real app through TestClient."""
+
+import asyncio
+import csv
+import io
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy import event, select
+
+from app.live.answers import Answers
+from app.live.service import (
+    Answered,
+    ConflictError,
+    GivenAnswer,
+    InvalidError,
+    LiveService,
+    NotFoundError,
+)
+from app.live.store import Participant, Store
+from tests.test_live import (
+    app_client,  # noqa: F401  (the fixture, on each backend)
+    backend,  # noqa: F401
+    data_dir,  # noqa: F401
+    other_browser,
+    questions,
+    start_class,
+    student,
+    wrong,
+)
+
+
+def tokens(client: TestClient) -> dict[str, str]:
+    """Every student's token by nickname, as the database holds them."""
+    db: Store = client.app.state.live_store  # type: ignore[attr-defined]
+
+    async def read() -> dict[str, str]:
+        async with db.session(write=False) as session:
+            rows = await session.execute(select(Participant.nickname, Participant.token))
+            return dict(rows.tuples().all())
+
+    return client.portal.call(read)  # type: ignore[union-attr]
+
+
+def exported(client: TestClient, code: str) -> list[tuple[str, str, str]]:
+    """(nickname, question, choice) of every answer the class's export holds."""
+    rows = list(csv.reader(io.StringIO(client.get(f"/class/{code}/export.csv").text)))[1:]
+    return sorted((nickname, question, choice) for nickname, question, choice, *_ in rows)
+
+
+def test_each_answer_of_one_transaction_is_judged_against_the_class_it_read(
+    app_client: TestClient,  # noqa: F811
+) -> None:
+    first, second = questions()[:2]
+    code = start_class(app_client)
+    other_code = start_class(other_browser(app_client))
+    for nickname in ("Ada", "Bo", "Cy", "Dee"):
+        student(app_client, code, nickname)
+    student(app_client, other_code, "Eve")
+    assert app_client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+    token = tokens(app_client)
+    right, bad = str(first.answer_number), str(wrong(first))
+    given = [
+        GivenAnswer(code, token["Ada"], [first.id], [bad]),
+        GivenAnswer(code, token["Bo"], [first.id], [right], page=True),
+        GivenAnswer(code, token["Ada"], [first.id], [right]),  # Ada's later answer counts
+        GivenAnswer(code, token["Cy"], [second.id], ["1"]),  # not the question asked
+        GivenAnswer(code, token["Eve"], [first.id], [right]),  # a student of another class
+        GivenAnswer("ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY", token["Ada"], [first.id], [right]),
+        GivenAnswer(code, token["Dee"], [first.id], ["99"]),  # no such choice
+    ]
+    db: Store = app_client.app.state.live_store  # type: ignore[attr-defined]
+    service: LiveService = app_client.app.state.live  # type: ignore[attr-defined]
+
+    async def answer() -> Sequence[Answered | NotFoundError]:
+        async with db.session() as session:
+            return await service.answer_all(session, given)
+
+    ada_wrong, bo, ada, cy, eve, nowhere, dee = app_client.portal.call(answer)  # type: ignore[union-attr]
+    for taken in (ada_wrong, bo, ada):
+        assert isinstance(taken, Answered)
+        assert taken.error is None
+        assert taken.live.code == code
+    assert isinstance(ada_wrong, Answered)
+    assert ada_wrong.student is None
+    # The reply that shows the page has the student as the transaction left them.
+    assert isinstance(bo, Answered)
+    assert bo.student is not None
+    assert bo.student.nickname == "Bo"
+    vote = bo.student.vote(first.id)
+    assert vote is not None
+    assert (vote.choice, vote.correct) == (first.answer_number, True)
+    assert isinstance(cy, Answered)
+    assert isinstance(cy.error, ConflictError)
+    assert cy.error.field == "question"
+    assert cy.student is not None
+    assert cy.student.votes == {}
+    assert isinstance(eve, Answered)
+    assert eve.student_id is None
+    assert isinstance(nowhere, NotFoundError)
+    assert nowhere.field == "code"
+    assert isinstance(dee, Answered)
+    assert isinstance(dee.error, InvalidError)
+    assert dee.error.field == "choice"
+    assert exported(app_client, code) == [("Ada", first.id, right), ("Bo", first.id, right)]
+    assert exported(app_client, other_code) == []
+
+
+def test_answers_that_arrive_while_one_is_stored_are_stored_in_one_transaction(
+    app_client: TestClient,  # noqa: F811
+) -> None:
+    """The first answer of a burst is stored at once, alone; the others, arriving while it
+    is, are stored together in the next transaction: two commits for a burst, not one each.
+    Every answer acknowledged (303) is in the export."""
+    first = questions()[0]
+    code = start_class(app_client)
+    pupils = [student(app_client, code, f"S{n}") for n in range(12)]
+    assert app_client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+    answers: Answers = app_client.app.state.live_answers  # type: ignore[attr-defined]
+    service: LiveService = answers.service
+    portal: Any = app_client.portal
+    held, release = threading.Event(), asyncio.Event()
+    real = service.answer_all
+
+    async def held_once(*args: Any) -> Any:
+        """The first transaction waits, inside, until the others are waiting."""
+        service.answer_all = real  # type: ignore[method-assign]
+        held.set()
+        await release.wait()
+        return await real(*args)
+
+    service.answer_all = held_once  # type: ignore[method-assign]
+    commits: list[int] = []
+    engine = answers.db.engine.sync_engine
+
+    def committed(_connection: Any) -> None:
+        commits.append(1)
+
+    event.listen(engine, "commit", committed)
+    try:
+        with ThreadPoolExecutor(len(pupils)) as pool:
+            sent = [
+                pool.submit(
+                    pupil.post,
+                    f"/class/{code}/answer",
+                    data={"question": first.id, "choice": str(1 + n % 3)},
+                    follow_redirects=False,
+                )
+                for n, pupil in enumerate(pupils)
+            ]
+            held.wait()
+            while portal.call(lambda: len(answers._waiting)) < len(pupils) - 1:
+                pass  # the others wait for the writer (an event, polled)
+            portal.call(release.set)
+            statuses = [future.result().status_code for future in sent]
+    finally:
+        service.answer_all = real  # type: ignore[method-assign]
+        event.remove(engine, "commit", committed)
+    assert statuses == [303] * len(pupils)
+    assert len(commits) == 2
+    assert len(exported(app_client, code)) == len(pupils)
