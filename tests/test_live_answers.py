@@ -43,7 +43,7 @@ def tokens(client: TestClient) -> dict[str, str]:
     async def read() -> dict[str, str]:
         async with db.session(write=False) as session:
             rows = await session.execute(select(Participant.nickname, Participant.token))
-            return dict(rows.tuples().all())
+            return dict(rows.all())
 
     return client.portal.call(read)  # type: ignore[union-attr]
 
