@@ -179,9 +179,11 @@ class Feeds:
                 await feed.stop()
 
 
-# What a stream sends for a snapshot: events, given the snapshot it sent last (None: the
-# whole page); None when the page has nothing left to show (the class or the student is gone).
-Render = Callable[[Snapshot, Snapshot | None], Iterator[ServerSentEvent] | None]
+# What a stream sends for a snapshot: events (the whole page when ``first``, else what changed
+# since it last rendered, which it keeps itself); None when the page has nothing left to show
+# (the class or the student is gone). A stream keeps what it sent, never a snapshot: 1,000
+# streams opened one after another each held the class as it was then, 300 KB a student.
+Render = Callable[[Snapshot, bool], Iterator[ServerSentEvent] | None]
 # When a stream wants to render again though nothing changed (a part it held back), as
 # ``time.monotonic()``; None: only on a change.
 Due = Callable[[], float | None]
@@ -206,20 +208,21 @@ async def _follow(
     page has nothing left to show; nothing more once the feed failed (the page reconnects).
     ``opened`` is called once what the page shows now is sent (or nothing needed sending)."""
     async with feeds.follow(class_id) as feed:
-        last: Snapshot | None = None
+        first = True
         seen = feed.changed.generation
         snapshot = feed.snapshot
         while not feed.failed:
-            made = render_now(snapshot, last) if snapshot is not None else None
+            made = render_now(snapshot, first) if snapshot is not None else None
             if made is None:  # gone, unless the feed's snapshot is older than the stream
                 snapshot = await feed.confirm()
-                made = render_now(snapshot, last) if snapshot is not None else None
+                made = render_now(snapshot, first) if snapshot is not None else None
             if made is None:
                 yield ServerSentEvent(data="", event="gone")
                 return
             for event in made:
                 yield event
-            last = snapshot
+            first = False
+            snapshot = None  # not held while the stream waits
             opened()
             seen = await _next_change(feed, seen, due)
             snapshot = feed.snapshot
@@ -290,12 +293,12 @@ def host_stream(request: Request, turn: Turn, class_id: int, device: str) -> Eve
     def held_until() -> float | None:
         return details.sent_at + DETAILS_GAP_S if details.held else None
 
-    def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent]:
+    def made(snapshot: Snapshot, first: bool) -> Iterator[ServerSentEvent]:
         parts = host_parts(request, snapshot)
         changed = {part: html for part, html in parts.items() if sent.get(part) != html}
         picture = labs_key(snapshot)
         now = time.monotonic()
-        if last is None or now >= details.sent_at + DETAILS_GAP_S:
+        if first or now >= details.sent_at + DETAILS_GAP_S:
             show_picture = picture != details.picture
             if changed.keys() - URGENT or show_picture:
                 details.sent_at = now
@@ -317,48 +320,52 @@ def host_stream(request: Request, turn: Turn, class_id: int, device: str) -> Eve
 
 def screen_stream(request: Request, turn: Turn, class_id: int, device: str) -> EventSourceResponse:
     """The projector: its live part whenever what it shows changed."""
+    shown = [""]  # what it shows now
 
-    def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent]:
+    def made(snapshot: Snapshot, first: bool) -> Iterator[ServerSentEvent]:
         html = render("live/_screen_live.html", screen_context(request, snapshot))
-        if last is None or html != render("live/_screen_live.html", screen_context(request, last)):
+        if first or html != shown[0]:
+            shown[0] = html
             yield ServerSentEvent(data=html, event="screen")
 
     return _stream(request, turn, class_id, ("screen", device), made)
+
+
+@dataclass
+class _Shown:
+    """What one student's page shows now: its key (app/live/view.py) and whether the class has
+    ended, their own lab state and the state sent to everyone, as last rendered."""
+
+    key: object = None
+    query: str = ""
+    lab: str = ""
 
 
 def student_stream(
     request: Request, turn: Turn, class_id: int, participant_id: int
 ) -> EventSourceResponse:
     """A student's page: rendered and sent only when what it shows has changed."""
+    shown = _Shown()
 
-    def key(snapshot: Snapshot) -> tuple[object, ...] | None:
+    def made(snapshot: Snapshot, first: bool) -> Iterator[ServerSentEvent] | None:
         student = snapshot.students.get(participant_id)
         if student is None:
             return None
-        view = student_view(snapshot, student)
-        return (view.key, snapshot.ended)
-
-    def sent_to_me(snapshot: Snapshot, last: Snapshot | None) -> bool:
-        """Whether the instructor has just sent a state to everyone: this student's state
-        became it (their own drags, which their page already shows, are not sent back)."""
-        if last is None or not snapshot.lab_query:
-            return False
-        now, before = snapshot.students[participant_id], last.students.get(participant_id)
-        return now.shared_query == snapshot.lab_query and (
-            before is None
-            or before.shared_query != now.shared_query
-            or last.lab_query != snapshot.lab_query
+        now = (student_view(snapshot, student).key, snapshot.ended)
+        # The instructor has just sent a state to everyone: this student's state became it
+        # (their own drags, which their page already shows, are not sent back).
+        sent_to_me = (
+            not first
+            and bool(snapshot.lab_query)
+            and student.shared_query == snapshot.lab_query
+            and (shown.query != student.shared_query or shown.lab != snapshot.lab_query)
         )
-
-    def made(snapshot: Snapshot, last: Snapshot | None) -> Iterator[ServerSentEvent] | None:
-        now = key(snapshot)
-        if now is None:
-            return None
-        if last is not None and key(last) == now and not sent_to_me(snapshot, last):
+        same = not first and now == shown.key and not sent_to_me
+        shown.key, shown.query, shown.lab = now, student.shared_query, snapshot.lab_query
+        if same:
             return iter(())
-        student = snapshot.students[participant_id]
         html = render("live/_student_live.html", student_context(request, snapshot, student))
-        if sent_to_me(snapshot, last):
+        if sent_to_me:
             html += student_lab_html(request, snapshot, student)
         return iter((ServerSentEvent(data=html, event="class"),))
 
