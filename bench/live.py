@@ -36,9 +36,10 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 from app.lesson.loader import load_lesson
@@ -262,26 +263,31 @@ async def run_class(servers: Sequence[Server], students: int, workers: int) -> F
 
     watcher = asyncio.create_task(watch())
     await asyncio.wait_for(dashboard_open.wait(), 60)
-    sent_at: dict[str, float] = {}
-    acknowledged_at: dict[str, float] = {}
-
-    async def answer(n: int) -> int:
-        try:
-            sent_at[f"s{n}"] = time.monotonic()
-            sent = await request(
-                port_of(n),
-                "POST",
-                f"/class/{code}/answer",
-                cookies[n],
-                {"question": question, "choice": str(1 + n % 3)},
+    # The answers are sent from ANSWER_PROCESSES processes of their own (a hall's answers come
+    # from a thousand devices): from this one, beside 1,000 streams, the acknowledgements waited
+    # on this process's own turns. The monotonic clock is the machine's, the same in each.
+    with client_processes(ANSWER_PROCESSES) as (run, start_at):
+        parts = [
+            run(
+                answer_students,
+                [(n, port_of(n), cookies[n]) for n in range(k, students, ANSWER_PROCESSES)],
+                code,
+                question,
+                start_at,
             )
-            acknowledged_at[f"s{n}"] = time.monotonic()
-            return sent.status
-        except Exception as error:
-            errors[type(error).__name__] += 1
-            return 0
-
-    statuses = Counter(await asyncio.gather(*(answer(n) for n in range(students))))
+            for k in range(ANSWER_PROCESSES)
+        ]
+        sent_at: dict[str, float] = {}
+        acknowledged_at: dict[str, float] = {}
+        statuses = Counter[int]()
+        for part in await asyncio.gather(*parts):
+            for n, sent, acknowledged, status, error in part:
+                sent_at[f"s{n}"] = sent
+                statuses[status] += 1
+                if error:
+                    errors[error] += 1
+                else:
+                    acknowledged_at[f"s{n}"] = acknowledged
     with contextlib.suppress(TimeoutError):  # counted below: answers it never showed
         await asyncio.wait_for(watcher, 30)
     # The k-th answer acknowledged shows when the dashboard's count first reaches k (answers
@@ -418,6 +424,50 @@ class DragFigures:
         if self.picture_states != self.students:
             found.append(f"the last picture counts {self.picture_states} of {self.students}")
         return found
+
+
+@contextlib.contextmanager
+def client_processes(
+    count: int,
+) -> Iterator[tuple[Callable[..., asyncio.Future[Any]], float]]:
+    """``count`` processes for clients of their own: ``run(function, *args)`` runs one in them
+    (a future of its result), and the ``time.time()`` at which each is to begin, together."""
+    loop = asyncio.get_running_loop()
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(count, mp_context=context) as pool:
+
+        def run(function: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+            return loop.run_in_executor(pool, function, *args)
+
+        yield run, time.time() + 2.0
+
+
+ANSWER_PROCESSES = 2
+
+
+def answer_students(
+    students: Sequence[tuple[int, int, str]], code: str, question: str, start_at: float
+) -> list[tuple[int, float, float, int, str]]:
+    """Some students answering at once (in a process of their own), each on a connection of
+    its own: ``(n, sent, acknowledged, status, error)`` by ``time.monotonic()``."""
+    return asyncio.run(_answer_students(students, code, question, start_at))
+
+
+async def _answer_students(
+    students: Sequence[tuple[int, int, str]], code: str, question: str, start_at: float
+) -> list[tuple[int, float, float, int, str]]:
+    await asyncio.sleep(max(0.0, start_at - time.time()))
+
+    async def answer(n: int, port: int, cookie: str) -> tuple[int, float, float, int, str]:
+        sent = time.monotonic()
+        form = {"question": question, "choice": str(1 + n % 3)}
+        try:
+            answered = await request(port, "POST", f"/class/{code}/answer", cookie, form)
+        except Exception as error:  # counted: an answer lost is an error of the run
+            return n, sent, time.monotonic(), 0, type(error).__name__
+        return n, sent, time.monotonic(), answered.status, ""
+
+    return await asyncio.gather(*(answer(*student) for student in students))
 
 
 DRAG_PROCESSES = 2
@@ -562,13 +612,9 @@ async def run_drag(server: Server, students: int, workers: int, seconds: float) 
 
     # The dragging pages run in DRAG_PROCESSES processes of their own: in this one, beside 500
     # streams, they sent a fifth of what they should (the machine is shared, 2 cores).
-    loop = asyncio.get_running_loop()
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(DRAG_PROCESSES, mp_context=context) as pool:
-        start_at = time.time() + 2.0  # every process begins together
+    with client_processes(DRAG_PROCESSES) as (run, start_at):
         parts = [
-            loop.run_in_executor(
-                pool,
+            run(
                 drag_students,
                 port,
                 code,
