@@ -8,11 +8,14 @@ import csv
 import io
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import event, select
+from sqlalchemy import delete, event, select
 
+from app.live import store
 from app.live.answers import Answers
 from app.live.service import (
     Answered,
@@ -23,12 +26,14 @@ from app.live.service import (
     NotFoundError,
 )
 from app.live.store import Participant, Store
+from app.main import create_app
 from tests.test_live import (
     app_client,  # noqa: F401  (the fixture, on each backend)
     backend,  # noqa: F401
     data_dir,  # noqa: F401
     other_browser,
     questions,
+    settings_for,
     start_class,
     student,
     wrong,
@@ -160,3 +165,45 @@ def test_answers_that_arrive_while_one_is_stored_are_stored_in_one_transaction(
     assert statuses == [303] * len(pupils)
     assert len(commits) <= 2  # the first answer (perhaps with a few), then all the others
     assert len(exported(app_client, code)) == len(pupils)
+
+
+def test_a_student_removed_between_the_read_and_the_write_fails_no_other_answer(
+    data_dir: Path,  # noqa: F811
+    postgres_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On PostgreSQL a host may remove a student after the answers' transaction read them and
+    before it writes their answer: the write breaks the answers' foreign key. The others of the
+    transaction are stored all the same, and that student's reply is the one a removed student
+    gets (the join form), not an error."""
+    first = questions()[0]
+    with TestClient(create_app(settings_for(data_dir, database_url=postgres_url))) as client:
+        code = start_class(client)
+        student(client, code, "Ada")
+        student(client, code, "Bo")
+        assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+        token = tokens(client)
+        answers: Answers = client.app.state.live_answers  # type: ignore[attr-defined]
+        db: Store = answers.db
+        real = store.save_answers
+        right = str(first.answer_number)
+
+        async def removed_meanwhile(session: Any, rows: Any) -> None:
+            monkeypatch.setattr(store, "save_answers", real)  # once
+            async with db.session() as other:  # the host's removal, committed first
+                await other.execute(delete(Participant).where(Participant.nickname == "Bo"))
+            await real(session, rows)
+
+        monkeypatch.setattr(store, "save_answers", removed_meanwhile)
+
+        async def both() -> list[Answered]:
+            return await asyncio.gather(
+                answers.give(GivenAnswer(code, token["Ada"], [first.id], [right])),
+                answers.give(GivenAnswer(code, token["Bo"], [first.id], [right])),
+            )
+
+        ada, bo = client.portal.call(both)  # type: ignore[union-attr]
+        assert (ada.error, bo.error) == (None, None)
+        assert ada.student_id is not None
+        assert bo.student_id is None  # removed: the route sends them to the join form
+        assert exported(client, code) == [("Ada", first.id, right)]

@@ -15,6 +15,8 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterable
 
+from sqlalchemy.exc import IntegrityError
+
 from app.live import store
 from app.live.service import Answered, GivenAnswer, LiveService
 from app.live.store import Store
@@ -53,23 +55,36 @@ class Answers:
         finally:
             self._writer = None
 
-    async def _store(self, batch: list[tuple[GivenAnswer, asyncio.Future[Answered]]]) -> None:
+    async def _store(
+        self, batch: list[tuple[GivenAnswer, asyncio.Future[Answered]]], again: bool = True
+    ) -> None:
+        failure: Exception
         try:
             async with self.db.session() as session:
                 outcomes = await self.service.answer_all(session, [given for given, _ in batch])
+        except IntegrityError as error:
+            if again:
+                # A student removed by the host between the transaction's read and its write
+                # (PostgreSQL): each answer again, alone, reads who is in the class now.
+                for one in batch:
+                    await self._store([one], again=False)
+                return
+            failure = error
         except Exception as error:  # each request raises it (the app's handlers answer it)
-            for _, done in batch:
-                if not done.done():
-                    done.set_exception(error)
+            failure = error
+        else:
+            self.wake(session.info.pop(store.CHANGED, ()))
+            for (_, done), outcome in zip(batch, outcomes, strict=True):
+                if done.done():  # its request was given up meanwhile
+                    continue
+                if isinstance(outcome, Answered):
+                    done.set_result(outcome)
+                else:  # no such class: its request raises the refusal
+                    done.set_exception(outcome)
             return
-        self.wake(session.info.pop(store.CHANGED, ()))
-        for (_, done), outcome in zip(batch, outcomes, strict=True):
-            if done.done():  # its request was given up meanwhile
-                continue
-            if isinstance(outcome, Answered):
-                done.set_result(outcome)
-            else:  # no such class: its request raises the refusal
-                done.set_exception(outcome)
+        for _, done in batch:
+            if not done.done():
+                done.set_exception(failure)
 
     async def stop(self) -> None:
         """Store the answers still waiting (the server is stopping)."""
