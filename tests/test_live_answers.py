@@ -73,7 +73,7 @@ def test_each_answer_of_one_transaction_is_judged_against_the_class_it_read(
     given = [
         GivenAnswer(code, token["Ada"], [first.id], [bad]),
         GivenAnswer(code, token["Bo"], [first.id], [right], page=True),
-        GivenAnswer(code, token["Ada"], [first.id], [right]),  # Ada's later answer counts
+        GivenAnswer(code, token["Ada"], [first.id], [right], page=True),  # the later counts
         GivenAnswer(code, token["Cy"], [second.id], ["1"]),  # not the question asked
         GivenAnswer(code, token["Eve"], [first.id], [right]),  # a student of another class
         GivenAnswer("ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY", token["Ada"], [first.id], [right]),
@@ -92,7 +92,10 @@ def test_each_answer_of_one_transaction_is_judged_against_the_class_it_read(
         assert taken.error is None
         assert taken.live.code == code
     assert isinstance(ada_wrong, Answered)
-    assert ada_wrong.student is None
+    assert ada_wrong.student is None  # its reply: a 303, though her other one shows her page
+    assert isinstance(ada, Answered)
+    assert ada.student is not None
+    assert ada.student.vote(first.id) == (first.answer_number, True, "")
     # The reply that shows the page has the student as the transaction left them.
     assert isinstance(bo, Answered)
     assert bo.student is not None

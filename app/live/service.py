@@ -525,21 +525,23 @@ class LiveService:
         outcomes: list[Answered | NotFoundError],
     ) -> list[Answered | NotFoundError]:
         """The outcomes, each refused one and each whose reply is the page with its student."""
-        shown: dict[int, list[int]] = {}
-        for answer, outcome in zip(given, outcomes, strict=True):
-            if isinstance(outcome, NotFoundError) or outcome.student_id is None:
-                continue
-            if answer.page or outcome.error:
-                shown.setdefault(outcome.live.id, []).append(outcome.student_id)
+        shown: list[tuple[int, Answered, int]] = []  # (place, outcome, student)
+        for place, (answer, outcome) in enumerate(zip(given, outcomes, strict=True)):
+            if (
+                isinstance(outcome, Answered)
+                and outcome.student_id is not None
+                and (answer.page or outcome.error)
+            ):
+                shown.append((place, outcome, outcome.student_id))
+        by_class: dict[int, list[int]] = {}
+        for _, outcome, who in shown:
+            by_class.setdefault(outcome.live.id, []).append(who)
         students: dict[int, Student] = {}
-        for class_id, ids in shown.items():
+        for class_id, ids in by_class.items():
             students.update(_students(await store.roster(session, class_id, ids)))
-        return [
-            outcome
-            if isinstance(outcome, NotFoundError)
-            else outcome._replace(student=students.get(outcome.student_id or 0))
-            for outcome in outcomes
-        ]
+        for place, outcome, who in shown:
+            outcomes[place] = outcome._replace(student=students[who])
+        return outcomes
 
     async def share_own_lab(
         self,
