@@ -210,3 +210,20 @@ def test_a_student_removed_between_the_read_and_the_write_fails_no_other_answer(
         assert ada.student_id is not None
         assert bo.student_id is None  # removed: the route sends them to the join form
         assert exported(client, code) == [("Ada", first.id, right)]
+
+
+def test_an_answer_or_a_drag_to_a_code_no_class_can_have_names_no_class(
+    app_client: TestClient,  # noqa: F811
+) -> None:
+    """Without reading the database: a code that is not a class code's shape is no class
+    (404 naming the code), with or without a student's cookie; a code of that shape without
+    the cookie goes to its join form (which looks it up)."""
+    code = start_class(app_client)
+    pupil = student(app_client, code, "Ada")
+    for client in (app_client, pupil):
+        for path in ("answer", "state"):
+            refused = client.post(f"/class/0/{path}", data={"choice": "1"}, follow_redirects=False)
+            assert refused.status_code == 404, (path, refused.status_code)
+            assert "no class with the code “0”" in refused.text
+    sent = app_client.post(f"/class/{code.lower()}/answer", data={}, follow_redirects=False)
+    assert (sent.status_code, sent.headers["location"]) == (303, f"/join/{code}")

@@ -172,8 +172,11 @@ class Signed:
 
 
 async def signed_student(request: Request, code: str) -> Signed:
-    """The student by their signed cookie, without the database; without it, the join form."""
-    known = read_code(code) or code
+    """The student by their signed cookie, without the database; without it, the join form.
+    An address whose code is not one a class can have names no class (404)."""
+    known = read_code(code)
+    if known is None:
+        raise NotFoundError(f"There is no class with the code “{code[:12]}”.", "code")
     token = access.student_token(request, known)
     if token is None:
         raise Redirect(route_path(request, "join_code", code=known))
