@@ -4,18 +4,25 @@ held, each asserted from its definition: a client's wrong guesses and their turn
 a class (app/live/access.py)."""
 
 import asyncio
+import logging
+import sqlite3
+import stat
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.cookies import Morsel, SimpleCookie
 from pathlib import Path
 
 import httpx
 import pytest
+from alembic.script import ScriptDirectory
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from app.live import lifecycle
 from app.live.access import ParticipantKey, host_cookie, screen_cookie, student_cookie
 from app.live.codes import new_code, read_code
 from app.live.deps import stream_turn
@@ -27,11 +34,15 @@ from app.live.join import (
     read_join_code,
     read_nickname,
 )
+from app.live.lifecycle import migrate_now, purge_now
+from app.live.store import SQLITE_FILE, UNJOINED_HOURS
 from app.live.streams import OPENING_PER_CLIENT, Turn
 from app.main import create_app
-from tests.conftest import INSTRUCTOR_PASSWORD
+from tests.conftest import INSTRUCTOR_PASSWORD, ROOT
+from tests.test_listeners import wait_for
 from tests.test_live import (
     KEY,
+    _age,
     _keyed_link,
     other_browser,
     questions,
@@ -39,6 +50,7 @@ from tests.test_live import (
     start_class,
     student,
 )
+from tests.test_live_labs import DRAGGED, lab_form
 from tests.test_live_refusals import events, next_event
 
 # Each test takes a second or two; a mutant that makes a try wait for hours fails here, not at
@@ -303,8 +315,7 @@ def test_past_the_free_misses_every_code_lookup_waits_except_with_the_classs_own
             assert int(held.headers["Retry-After"]) >= 1
         assert guesser.post("/join", data={"code": code, "nickname": "Eve"}).status_code == 429
         # Another address is not held up by this one's guesses.
-        elsewhere = TestClient(host.app, client=("192.0.2.9", 50000))
-        elsewhere.portal = host.portal
+        elsewhere = other_browser(host, "192.0.2.9")
         assert elsewhere.get(f"/class/{code}", follow_redirects=False).status_code == 303
         joined = elsewhere.post("/join", data={"code": code, "nickname": "Bo"})
         assert joined.status_code == 200  # on the class's page
@@ -469,29 +480,43 @@ def test_a_clients_stream_openings_take_turns_apart_from_another_clients(tmp_pat
         host.portal.call(run)
 
 
+def two_views_stay_open(
+    one: TestClient, other: TestClient, path: str, name: str, change: Callable[[], object]
+) -> None:
+    """Streams of ``path`` on two devices: the second opening does not end the first (a newer
+    stream of the *same* view would, with ``gone``: its page stops updating); after ``change``
+    both show it."""
+    with one.stream("GET", path) as first:
+        mine = events(first)
+        next_event(mine, lambda e: e.name == name, f"the first device's {name} view")
+        with other.stream("GET", path) as second:
+            theirs = events(second)
+            next_event(theirs, lambda e: e.name == name, f"the second device's {name} view")
+            change()
+            assert next(mine).name == name  # shown, not ended ("gone")
+            assert next(theirs).name == name
+
+
+def asking(host: TestClient, code: str, number: int) -> Callable[[], object]:
+    """The instructor asks the lesson's question ``number`` (from 0)."""
+    question = questions()[number]
+    return lambda: host.post(
+        f"/class/{code}/ask", data={"question": question.id}
+    ).raise_for_status()
+
+
 def test_the_projector_on_the_instructors_device_and_on_the_projectors_are_two_views(
     tmp_path: Path,
 ) -> None:
     """The projector's view opened from the dashboard (the host's cookie) and on the room's
-    projector (the projector link's cookie) are streams of two devices: opening one does not
-    end the other (a newer stream of the *same* view would, app/live/streams.py)."""
+    projector (the projector link's cookie) are streams of two devices (app/live/streams.py)."""
     with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
         code = start_class(host)
         path, key = _keyed_link(host.get(f"/class/{code}/host").text, "#screen-url")
         projector = other_browser(host)
         assert projector.post(path, data={"key": key}, follow_redirects=False).status_code == 303
-        first = questions()[0]
         screen = f"/class/{code}/events?view=screen"
-        shown = "the projector's view"
-        with host.stream("GET", screen) as laptop:
-            mine = events(laptop)
-            next_event(mine, lambda e: e.name == "screen", shown)
-            with projector.stream("GET", screen) as wall:
-                theirs = events(wall)
-                next_event(theirs, lambda e: e.name == "screen", shown)
-                assert host.post(f"/class/{code}/ask", data={"question": first.id}).is_success
-                assert next(mine).name == "screen"  # asked: shown, not ended ("gone")
-                assert next(theirs).name == "screen"
+        two_views_stay_open(host, projector, screen, "screen", asking(host, code, 0))
 
 
 def test_the_instructor_and_a_cohost_have_a_dashboard_each(tmp_path: Path) -> None:
@@ -515,14 +540,182 @@ def test_the_instructor_and_a_cohost_have_a_dashboard_each(tmp_path: Path) -> No
         assert walls[0].cookies.get(screen_cookie(code)) != walls[1].cookies.get(
             screen_cookie(code)
         )
-        first = questions()[0]
         dashboard = f"/class/{code}/events?view=host"
-        with host.stream("GET", dashboard) as laptop:
-            mine = events(laptop)
-            next_event(mine, lambda e: e.name == "host", "the instructor's dashboard")
-            with cohost.stream("GET", dashboard) as phone:
-                theirs = events(phone)
-                next_event(theirs, lambda e: e.name == "host", "the co-host's dashboard")
-                assert host.post(f"/class/{code}/ask", data={"question": first.id}).is_success
-                assert next(mine).name == "host"  # asked: shown, not ended ("gone")
-                assert next(theirs).name == "host"
+        two_views_stay_open(host, cohost, dashboard, "host", asking(host, code, 0))
+        screen = f"/class/{code}/events?view=screen"
+        two_views_stay_open(*walls, screen, "screen", asking(host, code, 1))
+
+
+def test_a_drag_without_the_students_cookie_goes_to_the_join_form_of_the_code_typed(
+    tmp_path: Path,
+) -> None:
+    """A lab state sent without the class's student cookie: 303 to the join form for that
+    code, written as a class's code is (the form fills it in), or as typed when it is no code."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as client:
+        for typed, joins in [
+            ("abc-def", "/join/ABCDEF"),
+            ("ABCDEF", "/join/ABCDEF"),
+            ("zz", "/join/zz"),
+        ]:
+            sent = client.post(f"/class/{typed}/state", data={}, follow_redirects=False)
+            assert sent.status_code == 303, typed
+            assert sent.headers["location"] == joins
+
+
+# ---- the server's life (app/live/lifecycle.py, app/live/migrate.py) -------------------------
+
+
+class Heard(logging.Handler):
+    """The app's log lines (logger ``atlas``) as they come, to wait for one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self._changed:
+            self.lines.append(record.getMessage())
+            self._changed.notify_all()
+
+    def wait_for(self, line: str, times: int = 1) -> None:
+        with self._changed:
+            heard = self._changed.wait_for(lambda: self.lines.count(line) >= times, timeout=10)
+        assert heard, f"{line!r} not logged {times} times: {self.lines}"
+
+
+@pytest.fixture
+def heard() -> Iterator[Heard]:
+    logger = logging.getLogger("atlas")
+    handler, level = Heard(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+def test_the_commands_beside_the_server_make_the_database_migrate_and_purge(
+    tmp_path: Path,
+) -> None:
+    """``python -m app migrate`` and ``purge``, in this process: the data folder made (and its
+    parents), only its owner may enter it; the database at the newest revision of migrations/,
+    again at once the second time; the classes past their retention deleted, counted."""
+    data_dir = tmp_path / "new" / "data"
+    settings = settings_for(data_dir, class_retention_days=2)
+    head = ScriptDirectory(str(ROOT / "migrations")).get_current_head()
+    for _ in range(2):
+        assert migrate_now(settings) == f"sqlite database at revision {head}"
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    with TestClient(create_app(settings)) as host:
+        old, young = start_class(host), start_class(host)
+        student(host, old, "Ada")
+        student(host, young, "Bea")
+    _age(data_dir, old, 3)
+    assert purge_now(settings) == 1
+    assert purge_now(settings) == 0
+    with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+        assert db.execute("SELECT code FROM live_classes").fetchall() == [(young,)]
+
+
+def test_a_running_server_purges_daily_and_tries_again_after_a_failure(
+    tmp_path: Path, heard: Heard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the purge at start, every day (here a hundredth of a second) the classes past
+    their retention are deleted and the count logged; a purge that fails is logged, and the
+    next day's is tried all the same."""
+    monkeypatch.setattr(lifecycle, "DAY_S", 0.01)
+    data_dir = tmp_path / "data"
+    with TestClient(create_app(settings_for(data_dir, class_retention_days=2))) as host:
+        old, young = start_class(host), start_class(host)
+        student(host, old, "Ada")
+        student(host, young, "Bea")
+        _age(data_dir, old, 3)
+        heard.wait_for(
+            f"deleted 1 class older than 2 days or unjoined after {UNJOINED_HOURS} hours"
+        )
+        assert host.get(f"/class/{old}/host").status_code == 404
+        assert host.get(f"/class/{young}/host").status_code == 200
+        with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+            db.execute("DROP TABLE live_classes")  # every purge fails now
+        heard.wait_for("the daily purge of old classes failed", times=2)
+
+
+def test_a_stopped_server_leaves_no_task_of_the_class_running(tmp_path: Path) -> None:
+    """While the server runs, the class's background work runs as named tasks (the drags'
+    writer, the version poll, the daily purge: names asyncio's debugging shows); once it has
+    stopped, none is left (a task left pending is destroyed with the loop, mid-work)."""
+    app = create_app(settings_for(tmp_path / "data"))
+
+    async def life() -> tuple[set[str], set[str]]:
+        async with app.router.lifespan_context(app):
+            running = {task.get_name() for task in asyncio.all_tasks()}
+        left = {
+            task.get_name() for task in asyncio.all_tasks() if task is not asyncio.current_task()
+        }
+        return running, left
+
+    running, left = asyncio.run(life())
+    assert {"live-drags", "live-version-poll", "live-daily-purge"} <= running
+    assert left == set()
+
+
+def test_dragged_states_that_cannot_be_written_are_logged_and_dropped(
+    tmp_path: Path, heard: Heard
+) -> None:
+    """A batch of dragged states whose transaction fails is logged with its count (the
+    students' next drags send theirs again); the drags go on being taken."""
+    data_dir = tmp_path / "data"
+    with TestClient(create_app(settings_for(data_dir))) as host:
+        code = start_class(host)
+        pupil = student(host, code, "Ada")
+        with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+            db.execute("DROP TABLE live_participants")  # every write of a state fails now
+        state = lab_form(["2", "6"], ["1", "3"])
+        assert pupil.post(f"/class/{code}/state", content=state, headers=DRAGGED).status_code == 204
+        heard.wait_for("writing 1 dragged lab state failed")
+        assert pupil.post(f"/class/{code}/state", content=state, headers=DRAGGED).status_code == 204
+        heard.wait_for("writing 1 dragged lab state failed", times=2)
+
+
+# ---- the request's transaction (app/live/deps.py's db_session) ---------------------------
+
+
+def test_reads_never_wait_for_writers_and_the_instructors_action_goes_first(
+    tmp_path: Path,
+) -> None:
+    """On SQLite this worker's writing requests take turns (app/live/store.py): while one holds
+    the turn, a student's answer waits for it, and the instructor's reveal, sent after it,
+    waits too but goes first (so the answer comes after the reveal: refused, too late); a page
+    (a GET) is read meanwhile, waiting for no one."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+        code = start_class(host)
+        pupil = student(host, code, "Ada")
+        question = questions()[0]
+        assert host.post(f"/class/{code}/ask", data={"question": question.id}).is_success
+        turns = host.app.state.live_store._writing  # type: ignore[attr-defined]
+        taken, release = threading.Event(), threading.Event()
+
+        async def hold_the_turn() -> None:
+            async with turns.turn():
+                taken.set()
+                await asyncio.to_thread(release.wait)
+
+        answer = {"question": question.id, "choice": str(question.answer_number)}
+        with ThreadPoolExecutor(3) as pool:
+            held = host.portal.start_task_soon(hold_the_turn)
+            try:
+                assert taken.wait(10)
+                answered = pool.submit(pupil.post, f"/class/{code}/answer", data=answer)
+                wait_for(lambda: len(turns._others) == 1, 10)
+                revealed = pool.submit(host.post, f"/class/{code}/reveal")
+                wait_for(lambda: len(turns._first) == 1, 10)
+                read = pool.submit(pupil.get, f"/class/{code}")
+                assert read.result(10).status_code == 200  # while both wait
+                assert not answered.done()
+                release.set()
+                assert revealed.result(10).is_success
+                assert answered.result(10).status_code == 409
+            finally:
+                release.set()  # the turn given back even if the test failed
+                held.result(10)
