@@ -4,6 +4,7 @@ held, each asserted from its definition: a client's wrong guesses and their turn
 a class (app/live/access.py)."""
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 import stat
@@ -19,6 +20,7 @@ import pytest
 from alembic.script import ScriptDirectory
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
+from sqlalchemy import event
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
@@ -26,6 +28,7 @@ from app.live import lifecycle
 from app.live.access import ParticipantKey, host_cookie, screen_cookie, student_cookie
 from app.live.codes import new_code, read_code
 from app.live.deps import stream_turn
+from app.live.drags import LOOKUP_BATCH
 from app.live.guesses import MAX_CLIENTS, Guesses, TooManyGuessesError
 from app.live.join import (
     JoinError,
@@ -36,8 +39,9 @@ from app.live.join import (
 )
 from app.live.lifecycle import migrate_now, purge_now
 from app.live.store import SQLITE_FILE, UNJOINED_HOURS
-from app.live.streams import OPENING_PER_CLIENT, Turn
+from app.live.streams import OPENING_PER_CLIENT, Held, Streams, Turn
 from app.main import create_app
+from app.web.server import CONNECTION_SCOPE_KEY
 from tests.conftest import INSTRUCTOR_PASSWORD, ROOT
 from tests.test_listeners import wait_for
 from tests.test_live import (
@@ -719,3 +723,175 @@ def test_reads_never_wait_for_writers_and_the_instructors_action_goes_first(
             finally:
                 release.set()  # the turn given back even if the test failed
                 held.result(10)
+
+
+# ---- a worker's streams (app/live/streams.py) -----------------------------------------------
+# tests/test_live_streams.py holds these rules in a real ``python -m app``, out of mutmut's
+# reach (a child process): here the same rules on the worker's ``Streams`` itself.
+
+
+class Carrier:
+    """What ``python -m app``'s connection is told (app/web/server.py's ``carries_stream``)."""
+
+    def __init__(self) -> None:
+        self.told: list[bool] = []
+
+    def carries_stream(self, streams: bool) -> None:
+        self.told.append(streams)
+
+
+async def opened(streams: Streams, view: str, client: str, scope: dict[str, object]) -> Held:
+    """A stream of ``view`` from ``client`` open in a task of its own, as events.py runs one:
+    it waits for events until it is ended, and is closed however it ends."""
+    ready: asyncio.Future[Held] = asyncio.get_running_loop().create_future()
+
+    async def stream() -> None:
+        held = streams.open(view, client, scope)
+        ready.set_result(held)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            streams.close(held)
+
+    asyncio.get_running_loop().create_task(stream())
+    return await ready
+
+
+async def ended(held: Held) -> str:
+    """Why the stream was ended, once its task has ended."""
+    assert held.task is not None
+    with contextlib.suppress(asyncio.CancelledError):
+        await held.task
+    return held.ended
+
+
+def test_a_newer_stream_of_a_view_ends_the_older_and_the_closed_one_forgets_nothing_else() -> None:
+    async def run() -> None:
+        streams = Streams(cap=10)
+        first_carrier, second_carrier = Carrier(), Carrier()
+        first = await opened(streams, "dashboard", "a", {CONNECTION_SCOPE_KEY: first_carrier})
+        assert first_carrier.told == [True]
+        second = await opened(streams, "dashboard", "b", {CONNECTION_SCOPE_KEY: second_carrier})
+        assert await ended(first) == "replaced"
+        assert first_carrier.told == [True, False]  # its connection no longer carries a stream
+        # The older one's close took nothing of the newer's.
+        assert len(streams) == 1
+        assert streams.by_view == {"dashboard": second}
+        assert streams.by_client == {"b": {second: None}}
+        assert second.ended == ""
+        assert second.task is not None
+        second.task.cancel()  # the client left
+        assert await ended(second) == ""
+        assert second_carrier.told == [True, False]
+        assert (len(streams), streams.by_client) == (0, {})
+
+    asyncio.run(run())
+
+
+def test_at_the_cap_the_client_holding_most_streams_loses_its_oldest() -> None:
+    async def run() -> None:
+        streams = Streams(cap=3)
+        one = await opened(streams, "one", "a", {})
+        two = await opened(streams, "two", "a", {})
+        three = await opened(streams, "three", "b", {})
+        four = await opened(streams, "four", "b", {})  # at the cap: a's oldest goes
+        assert await ended(one) == "room"
+        assert {held.ended for held in (two, three, four)} == {""}
+        assert [len(streams), *streams.by_client] == [3, "a", "b"]
+        five = await opened(streams, "five", "c", {})  # b holds most now: its oldest goes
+        assert await ended(three) == "room"
+        assert streams.by_view == {"two": two, "four": four, "five": five}
+        for held in (two, four, five):
+            assert held.task is not None
+            held.task.cancel()
+            await ended(held)
+        assert (len(streams), streams.by_client) == (0, {})
+
+    asyncio.run(run())
+
+
+def test_a_stream_is_ended_once_for_its_first_reason() -> None:
+    async def run() -> None:
+        streams = Streams(cap=10)
+        held = await opened(streams, "view", "a", {})
+        held.end("replaced")
+        held.end("room")
+        assert await ended(held) == "replaced"
+        unstarted = Held("view", "a", None)
+        unstarted.end("room")  # no task to end: nothing to say why
+        assert unstarted.ended == ""
+
+    asyncio.run(run())
+
+
+def test_a_clients_turn_is_given_back_once_and_a_worker_forgets_clients_done_opening() -> None:
+    async def run() -> None:
+        streams = Streams(cap=10)
+        turns = [await streams.turn("a") for _ in range(OPENING_PER_CLIENT)]
+        waiting = asyncio.ensure_future(streams.turn("a"))
+        await asyncio.sleep(0)  # one step of the loop: it waits for a turn
+        assert not waiting.done()
+        waiting.cancel()  # the client left while it waited
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        turns[0].release()
+        turns[0].release()  # again: no second turn given back
+        again = [asyncio.ensure_future(streams.turn("a")) for _ in range(2)]
+        await asyncio.sleep(0)
+        assert [turn.done() for turn in again] == [True, False]
+        for turn in turns[1:]:
+            turn.release()
+        taken = [await turn for turn in again]
+        for turn in taken:
+            turn.release()
+        assert streams.opening == {}
+
+    asyncio.run(run())
+
+
+def test_a_student_behind_more_states_than_one_lookup_takes_is_written_too(
+    tmp_path: Path,
+) -> None:
+    """A batch of dragged states is looked up ``LOOKUP_BATCH`` students at a time (one
+    statement each: not one per student): a student's state behind twice as many others
+    (cookies of no one: removed students') is written."""
+    data_dir = tmp_path / "data"
+    with TestClient(create_app(settings_for(data_dir))) as host:
+        code = start_class(host)
+        pupil = student(host, code, "Ada")
+        drags = host.app.state.live_drags  # type: ignore[attr-defined]
+
+        def shared() -> str:
+            with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+                return str(db.execute("SELECT shared_query FROM live_participants").fetchone()[0])
+
+        queries = []
+        for counts in (["5", "6"], ["7", "6"]):
+            state = lab_form(counts, ["1", "3"])
+            assert pupil.post(f"/class/{code}/state", content=state, headers=DRAGGED).is_success
+            host.portal.call(drags.flush)
+            queries.append(shared())
+        with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+            (token,) = db.execute("SELECT token FROM live_participants").fetchone()
+
+        async def behind_others() -> None:  # one batch: no flush of the writer's comes between
+            for n in range(2 * LOOKUP_BATCH):
+                drags.put(code, f"nobody-{n}", queries[0])
+            drags.put(code, token, queries[0])
+            await drags.flush()
+
+        selects: list[str] = []
+
+        def executed(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+            if statement.lstrip().upper().startswith("SELECT"):
+                selects.append(statement)
+
+        engine = drags.db.engine.sync_engine
+        event.listen(engine, "before_cursor_execute", executed)
+        try:
+            host.portal.call(behind_others)
+        finally:
+            event.remove(engine, "before_cursor_execute", executed)
+        assert shared() == queries[0] != queries[1]
+        # One lookup per LOOKUP_BATCH students, not one per student: 500, 500 and 1.
+        assert len(selects) == 3
