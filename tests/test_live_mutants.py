@@ -765,6 +765,15 @@ async def ended(held: Held) -> str:
     return held.ended
 
 
+async def all_left(streams: Streams, *held: Held) -> None:
+    """The clients of these streams leave (their tasks cancelled): the worker holds none."""
+    for one in held:
+        assert one.task is not None
+        one.task.cancel()
+        await ended(one)
+    assert (len(streams), streams.by_view, streams.by_client) == (0, {}, {})
+
+
 def test_a_newer_stream_of_a_view_ends_the_older_and_the_closed_one_forgets_nothing_else() -> None:
     async def run() -> None:
         streams = Streams(cap=10)
@@ -779,11 +788,9 @@ def test_a_newer_stream_of_a_view_ends_the_older_and_the_closed_one_forgets_noth
         assert streams.by_view == {"dashboard": second}
         assert streams.by_client == {"b": {second: None}}
         assert second.ended == ""
-        assert second.task is not None
-        second.task.cancel()  # the client left
-        assert await ended(second) == ""
+        await all_left(streams, second)
+        assert second.ended == ""  # its client left: not ended here
         assert second_carrier.told == [True, False]
-        assert (len(streams), streams.by_client) == (0, {})
 
     asyncio.run(run())
 
@@ -801,11 +808,7 @@ def test_at_the_cap_the_client_holding_most_streams_loses_its_oldest() -> None:
         five = await opened(streams, "five", "c", {})  # b holds most now: its oldest goes
         assert await ended(three) == "room"
         assert streams.by_view == {"two": two, "four": four, "five": five}
-        for held in (two, four, five):
-            assert held.task is not None
-            held.task.cancel()
-            await ended(held)
-        assert (len(streams), streams.by_client) == (0, {})
+        await all_left(streams, two, four, five)
 
     asyncio.run(run())
 
