@@ -676,12 +676,14 @@ def test_a_restart_keeps_every_class_student_and_answer(data_dir: Path) -> None:
         assert soup(mine.text).select_one("input[name=choice][value='1']").has_attr("checked")  # type: ignore[union-attr]
 
 
-def _age(data_dir: Path, code: str, days: float) -> None:
+def _age(data_dir: Path, code: str, days: float, *others: str) -> None:
+    """Class ``code`` (and ``others``, in the same transaction) started ``days`` ago."""
     with sqlite3.connect(data_dir / SQLITE_FILE) as db:
         old = (datetime.now(UTC) - timedelta(days=days)).replace(tzinfo=None)
-        db.execute(
-            "UPDATE live_classes SET created_at = ? WHERE code = ?", (old.isoformat(" "), code)
-        )
+        for one in (code, *others):
+            db.execute(
+                "UPDATE live_classes SET created_at = ? WHERE code = ?", (old.isoformat(" "), one)
+            )
 
 
 def test_classes_past_retention_are_deleted_on_start(data_dir: Path) -> None:

@@ -631,14 +631,16 @@ def test_a_running_server_purges_daily_and_tries_again_after_a_failure(
     monkeypatch.setattr(lifecycle, "DAY_S", 0.01)
     data_dir = tmp_path / "data"
     with TestClient(create_app(settings_for(data_dir, class_retention_days=2))) as host:
-        old, young = start_class(host), start_class(host)
-        student(host, old, "Ada")
-        student(host, young, "Bea")
+        old, older, oldest, young = (start_class(host) for _ in range(4))
+        for code, name in [(old, "Ada"), (older, "Bea"), (oldest, "Cy"), (young, "Di")]:
+            student(host, code, name)
+        past = f"older than 2 days or unjoined after {UNJOINED_HOURS} hours"
         _age(data_dir, old, 3)
-        heard.wait_for(
-            f"deleted 1 class older than 2 days or unjoined after {UNJOINED_HOURS} hours"
-        )
-        assert host.get(f"/class/{old}/host").status_code == 404
+        heard.wait_for(f"deleted 1 class {past}")
+        _age(data_dir, older, 3, oldest)
+        heard.wait_for(f"deleted 2 classes {past}")
+        for code in (old, older, oldest):
+            assert host.get(f"/class/{code}/host").status_code == 404
         assert host.get(f"/class/{young}/host").status_code == 200
         with sqlite3.connect(data_dir / SQLITE_FILE) as db:
             db.execute("DROP TABLE live_classes")  # every purge fails now
@@ -753,15 +755,18 @@ async def opened(streams: Streams, view: str, client: str, scope: dict[str, obje
         finally:
             streams.close(held)
 
-    asyncio.get_running_loop().create_task(stream())
-    return await ready
+    task = asyncio.get_running_loop().create_task(stream())
+    await asyncio.wait([ready, task], return_when=asyncio.FIRST_COMPLETED)
+    if not ready.done():
+        task.result()  # it failed before it opened: its error
+    return ready.result()
 
 
 async def ended(held: Held) -> str:
     """Why the stream was ended, once its task has ended."""
     assert held.task is not None
-    with contextlib.suppress(asyncio.CancelledError):
-        await held.task
+    done, _ = await asyncio.wait([held.task], timeout=5)  # a bound for a task never ended
+    assert done, f"the stream of {held.view!r} goes on"
     return held.ended
 
 
@@ -844,7 +849,7 @@ def test_a_clients_turn_is_given_back_once_and_a_worker_forgets_clients_done_ope
         assert [turn.done() for turn in again] == [True, False]
         for turn in turns[1:]:
             turn.release()
-        taken = [await turn for turn in again]
+        taken = [await asyncio.wait_for(turn, 5) for turn in again]
         for turn in taken:
             turn.release()
         assert streams.opening == {}
