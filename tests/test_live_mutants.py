@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from http.cookies import Morsel, SimpleCookie
 from pathlib import Path
 
@@ -682,6 +683,15 @@ def test_dragged_states_that_cannot_be_written_are_logged_and_dropped(
         heard.wait_for("writing 1 dragged lab state failed")
         assert pupil.post(f"/class/{code}/state", content=state, headers=DRAGGED).status_code == 204
         heard.wait_for("writing 1 dragged lab state failed", times=2)
+        drags = host.app.state.live_drags  # type: ignore[attr-defined]
+
+        async def two_at_once() -> None:  # one batch of two
+            drags.put(code, "one", "P=2")
+            drags.put(code, "two", "P=2")
+            await drags.flush()
+
+        host.portal.call(two_at_once)
+        heard.wait_for("writing 2 dragged lab states failed")
 
 
 # ---- the request's transaction (app/live/deps.py's db_session) ---------------------------
@@ -785,16 +795,21 @@ def test_a_newer_stream_of_a_view_ends_the_older_and_the_closed_one_forgets_noth
         first_carrier, second_carrier = Carrier(), Carrier()
         first = await opened(streams, "dashboard", "a", {CONNECTION_SCOPE_KEY: first_carrier})
         assert first_carrier.told == [True]
-        second = await opened(streams, "dashboard", "b", {CONNECTION_SCOPE_KEY: second_carrier})
+        screen = await opened(streams, "screen", "a", {})  # the client's other view
+        # The same view again from the same client (a reloaded page), then from another.
+        second = await opened(streams, "dashboard", "a", {CONNECTION_SCOPE_KEY: second_carrier})
         assert await ended(first) == "replaced"
         assert first_carrier.told == [True, False]  # its connection no longer carries a stream
-        # The older one's close took nothing of the newer's.
-        assert len(streams) == 1
-        assert streams.by_view == {"dashboard": second}
-        assert streams.by_client == {"b": {second: None}}
-        assert second.ended == ""
-        await all_left(streams, second)
-        assert second.ended == ""  # its client left: not ended here
+        # The older one's close took nothing of the others'.
+        assert streams.by_view == {"dashboard": second, "screen": screen}
+        assert streams.by_client == {"a": {screen: None, second: None}}
+        third = await opened(streams, "dashboard", "b", {})
+        assert await ended(second) == "replaced"
+        assert len(streams) == 2
+        assert streams.by_view == {"dashboard": third, "screen": screen}
+        assert streams.by_client == {"a": {screen: None}, "b": {third: None}}
+        await all_left(streams, screen, third)
+        assert third.ended == ""  # its client left: not ended here
         assert second_carrier.told == [True, False]
 
     asyncio.run(run())
@@ -903,3 +918,17 @@ def test_a_student_behind_more_states_than_one_lookup_takes_is_written_too(
         assert shared() == queries[0] != queries[1]
         # One lookup per LOOKUP_BATCH students, not one per student: 500, 500 and 1.
         assert len(selects) == 3
+
+        async def as_the_instructor_sends(after_us: int) -> None:
+            """A state that reached the server ``after_us`` µs after the instructor sent one."""
+            drags.put(code, token, queries[1])
+            sent = drags.pending[token][2] - timedelta(microseconds=after_us)
+            with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+                at = sent.strftime("%Y-%m-%d %H:%M:%S.%f")
+                db.execute("UPDATE live_classes SET lab_sent_at = ?", (at,))
+            await drags.flush()
+
+        host.portal.call(as_the_instructor_sends, 0)
+        assert shared() == queries[0]  # at the same moment: not after it, not written
+        host.portal.call(as_the_instructor_sends, 1)
+        assert shared() == queries[1]
