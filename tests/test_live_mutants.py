@@ -612,6 +612,12 @@ def test_the_commands_beside_the_server_make_the_database_migrate_and_purge(
     for _ in range(2):
         assert migrate_now(settings) == f"sqlite database at revision {head}"
     assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    # A database configured elsewhere (ATLAS_DATABASE_URL) is the one migrated.
+    elsewhere, other_dir = tmp_path / "elsewhere.sqlite3", tmp_path / "other"
+    configured = settings_for(other_dir, database_url=f"sqlite+aiosqlite:///{elsewhere}")
+    assert migrate_now(configured) == f"sqlite database at revision {head}"
+    assert elsewhere.is_file()
+    assert not (other_dir / SQLITE_FILE).exists()
     with TestClient(create_app(settings)) as host:
         old, young = start_class(host), start_class(host)
         student(host, old, "Ada")
