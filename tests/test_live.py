@@ -103,11 +103,12 @@ def start_class(client: TestClient) -> str:
     return location.split("/")[2]
 
 
-def other_browser(client: TestClient) -> TestClient:
+def other_browser(client: TestClient, address: str = "testclient") -> TestClient:
     """Another browser on the same running app: its own cookies, the app's own event loop (a
     PostgreSQL connection belongs to the loop that opened it; a client never entered would run
-    each request in a loop of its own)."""
-    other = TestClient(client.app)
+    each request in a loop of its own); from another ``address`` if given (every TestClient's
+    is ``testclient``)."""
+    other = TestClient(client.app, client=(address, 50000))
     other.portal = client.portal
     return other
 
@@ -630,6 +631,18 @@ def test_export_has_one_row_per_student_per_answered_question(app_client: TestCl
         assert before - timedelta(seconds=1) <= moment <= datetime.now(UTC) + timedelta(seconds=1)
     assert {row[0] for row in body} == {neutral(n) for n in names[:4]}
     assert ["'@SUM(A1)", second.id, str(wrong(second)), "false"] == body[-1][:4]
+    # A download named after the class, kept in no cache; every text cell quoted and numbers
+    # bare, each line ended by CR LF (RFC 4180), so a spreadsheet splitting on ";" keeps a cell
+    # whole.
+    assert exported.headers["content-disposition"] == f'attachment; filename="class-{code}.csv"'
+    assert exported.headers["cache-control"] == "no-store"
+    lines = exported.content.decode("utf-8-sig").split("\r\n")
+    assert lines[0] == ",".join(f'"{column}"' for column in EXPORT_HEADER)
+    answered_at = body[-1][4]
+    assert lines[-2:] == [
+        f'"\'@SUM(A1)","{second.id}",{wrong(second)},"false","{answered_at}",1,""',
+        "",
+    ]
 
 
 def test_neutral_cells() -> None:
@@ -663,12 +676,14 @@ def test_a_restart_keeps_every_class_student_and_answer(data_dir: Path) -> None:
         assert soup(mine.text).select_one("input[name=choice][value='1']").has_attr("checked")  # type: ignore[union-attr]
 
 
-def _age(data_dir: Path, code: str, days: float) -> None:
+def _age(data_dir: Path, code: str, days: float, *others: str) -> None:
+    """Class ``code`` (and ``others``, in the same transaction) started ``days`` ago."""
     with sqlite3.connect(data_dir / SQLITE_FILE) as db:
         old = (datetime.now(UTC) - timedelta(days=days)).replace(tzinfo=None)
-        db.execute(
-            "UPDATE live_classes SET created_at = ? WHERE code = ?", (old.isoformat(" "), code)
-        )
+        for one in (code, *others):
+            db.execute(
+                "UPDATE live_classes SET created_at = ? WHERE code = ?", (old.isoformat(" "), one)
+            )
 
 
 def test_classes_past_retention_are_deleted_on_start(data_dir: Path) -> None:
@@ -734,10 +749,16 @@ def test_the_class_limit_counts_joined_and_recent_classes(data_dir: Path) -> Non
 def test_starting_a_class_takes_the_instructor_password(data_dir: Path) -> None:
     with TestClient(create_app(settings_for(data_dir, instructor_password="s3cret"))) as host:
         assert soup(host.get("/class/new").text).select_one("input#password") is not None
-        for typed in ("", "guess", "s3cret "):
+        # Each refusal says where the password is found: the server's log, or the setting.
+        where = "the one the server printed at start (its log), or ATLAS_INSTRUCTOR_PASSWORD"
+        for typed, told in [
+            ("", f"The field “password” is empty: type {where} if set."),
+            ("guess", f"The “password” typed is not the instructor password: {where} if set."),
+            ("s3cret ", f"The “password” typed is not the instructor password: {where} if set."),
+        ]:
             wrong_one = host.post("/class/new", data={"password": typed}, follow_redirects=False)
             assert wrong_one.status_code == 422, typed
-            assert node(wrong_one.text, "#password-error").get_text(strip=True)
+            assert told in node(wrong_one.text, "#password-error").get_text(" ", strip=True)
             assert node(wrong_one.text, "input#password")["aria-invalid"] == "true"
         right = host.post("/class/new", data={"password": "s3cret"}, follow_redirects=False)
         assert right.status_code == 303
@@ -763,7 +784,15 @@ def test_wrong_passwords_from_one_address_are_limited(data_dir: Path) -> None:
         # Past the free guesses even the right password waits: guessing it is not faster.
         limited = host.post("/class/new", data={"password": INSTRUCTOR_PASSWORD})
         assert limited.status_code == 429
-        assert "try again in 10 minutes" in node(limited.text, "#password-error").text
+        assert node(limited.text, "#password-error").get_text(" ", strip=True) == (
+            "Too many wrong passwords from this address: try again in 10 minutes."
+        )
+        # Another address is not held up by this one's guesses: it starts a class.
+        elsewhere = other_browser(host, "192.0.2.9")
+        started = elsewhere.post(
+            "/class/new", data={"password": INSTRUCTOR_PASSWORD}, follow_redirects=False
+        )
+        assert started.status_code == 303
 
 
 def test_without_a_password_set_one_is_made_once_and_kept(data_dir: Path) -> None:

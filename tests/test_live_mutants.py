@@ -4,21 +4,32 @@ held, each asserted from its definition: a client's wrong guesses and their turn
 a class (app/live/access.py)."""
 
 import asyncio
+import contextlib
+import logging
+import sqlite3
+import stat
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from http.cookies import Morsel, SimpleCookie
 from pathlib import Path
 
 import httpx
 import pytest
+from alembic.script import ScriptDirectory
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
+from sqlalchemy import event
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from app.live import lifecycle
 from app.live.access import ParticipantKey, host_cookie, screen_cookie, student_cookie
 from app.live.codes import new_code, read_code
 from app.live.deps import stream_turn
+from app.live.drags import LOOKUP_BATCH
 from app.live.guesses import MAX_CLIENTS, Guesses, TooManyGuessesError
 from app.live.join import (
     JoinError,
@@ -27,11 +38,16 @@ from app.live.join import (
     read_join_code,
     read_nickname,
 )
-from app.live.streams import OPENING_PER_CLIENT, Turn
+from app.live.lifecycle import migrate_now, purge_now
+from app.live.store import SQLITE_FILE, UNJOINED_HOURS
+from app.live.streams import OPENING_PER_CLIENT, Held, Streams, Turn
 from app.main import create_app
-from tests.conftest import INSTRUCTOR_PASSWORD
+from app.web.server import CONNECTION_SCOPE_KEY
+from tests.conftest import INSTRUCTOR_PASSWORD, ROOT
+from tests.test_listeners import wait_for
 from tests.test_live import (
     KEY,
+    _age,
     _keyed_link,
     other_browser,
     questions,
@@ -39,6 +55,7 @@ from tests.test_live import (
     start_class,
     student,
 )
+from tests.test_live_labs import DRAGGED, lab_form
 from tests.test_live_refusals import events, next_event
 
 # Each test takes a second or two; a mutant that makes a try wait for hours fails here, not at
@@ -308,8 +325,7 @@ def test_past_the_free_misses_every_code_lookup_waits_except_with_the_classs_own
             assert (sent.status_code, sent.headers["location"]) == (303, f"/join/{any_code}")
         assert guesser.post("/join", data={"code": code, "nickname": "Eve"}).status_code == 429
         # Another address is not held up by this one's guesses.
-        elsewhere = TestClient(host.app, client=("192.0.2.9", 50000))
-        elsewhere.portal = host.portal
+        elsewhere = other_browser(host, "192.0.2.9")
         assert elsewhere.get(f"/class/{code}", follow_redirects=False).status_code == 303
         joined = elsewhere.post("/join", data={"code": code, "nickname": "Bo"})
         assert joined.status_code == 200  # on the class's page
@@ -474,29 +490,43 @@ def test_a_clients_stream_openings_take_turns_apart_from_another_clients(tmp_pat
         host.portal.call(run)
 
 
+def two_views_stay_open(
+    one: TestClient, other: TestClient, path: str, name: str, change: Callable[[], object]
+) -> None:
+    """Streams of ``path`` on two devices: the second opening does not end the first (a newer
+    stream of the *same* view would, with ``gone``: its page stops updating); after ``change``
+    both show it."""
+    with one.stream("GET", path) as first:
+        mine = events(first)
+        next_event(mine, lambda e: e.name == name, f"the first device's {name} view")
+        with other.stream("GET", path) as second:
+            theirs = events(second)
+            next_event(theirs, lambda e: e.name == name, f"the second device's {name} view")
+            change()
+            assert next(mine).name == name  # shown, not ended ("gone")
+            assert next(theirs).name == name
+
+
+def asking(host: TestClient, code: str, number: int) -> Callable[[], object]:
+    """The instructor asks the lesson's question ``number`` (from 0)."""
+    question = questions()[number]
+    return lambda: host.post(
+        f"/class/{code}/ask", data={"question": question.id}
+    ).raise_for_status()
+
+
 def test_the_projector_on_the_instructors_device_and_on_the_projectors_are_two_views(
     tmp_path: Path,
 ) -> None:
     """The projector's view opened from the dashboard (the host's cookie) and on the room's
-    projector (the projector link's cookie) are streams of two devices: opening one does not
-    end the other (a newer stream of the *same* view would, app/live/streams.py)."""
+    projector (the projector link's cookie) are streams of two devices (app/live/streams.py)."""
     with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
         code = start_class(host)
         path, key = _keyed_link(host.get(f"/class/{code}/host").text, "#screen-url")
         projector = other_browser(host)
         assert projector.post(path, data={"key": key}, follow_redirects=False).status_code == 303
-        first = questions()[0]
         screen = f"/class/{code}/events?view=screen"
-        shown = "the projector's view"
-        with host.stream("GET", screen) as laptop:
-            mine = events(laptop)
-            next_event(mine, lambda e: e.name == "screen", shown)
-            with projector.stream("GET", screen) as wall:
-                theirs = events(wall)
-                next_event(theirs, lambda e: e.name == "screen", shown)
-                assert host.post(f"/class/{code}/ask", data={"question": first.id}).is_success
-                assert next(mine).name == "screen"  # asked: shown, not ended ("gone")
-                assert next(theirs).name == "screen"
+        two_views_stay_open(host, projector, screen, "screen", asking(host, code, 0))
 
 
 def test_the_instructor_and_a_cohost_have_a_dashboard_each(tmp_path: Path) -> None:
@@ -520,14 +550,396 @@ def test_the_instructor_and_a_cohost_have_a_dashboard_each(tmp_path: Path) -> No
         assert walls[0].cookies.get(screen_cookie(code)) != walls[1].cookies.get(
             screen_cookie(code)
         )
-        first = questions()[0]
         dashboard = f"/class/{code}/events?view=host"
-        with host.stream("GET", dashboard) as laptop:
-            mine = events(laptop)
-            next_event(mine, lambda e: e.name == "host", "the instructor's dashboard")
-            with cohost.stream("GET", dashboard) as phone:
-                theirs = events(phone)
-                next_event(theirs, lambda e: e.name == "host", "the co-host's dashboard")
-                assert host.post(f"/class/{code}/ask", data={"question": first.id}).is_success
-                assert next(mine).name == "host"  # asked: shown, not ended ("gone")
-                assert next(theirs).name == "host"
+        two_views_stay_open(host, cohost, dashboard, "host", asking(host, code, 0))
+        screen = f"/class/{code}/events?view=screen"
+        two_views_stay_open(*walls, screen, "screen", asking(host, code, 1))
+
+
+def test_a_drag_without_the_students_cookie_goes_to_the_join_form_of_the_code_typed(
+    tmp_path: Path,
+) -> None:
+    """A lab state sent without the class's student cookie: 303 to the join form for that
+    code, written as a class's code is (the form fills it in), or as typed when it is no code."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as client:
+        for typed, joins in [
+            ("abc-def", "/join/ABCDEF"),
+            ("ABCDEF", "/join/ABCDEF"),
+            ("zz", "/join/zz"),
+        ]:
+            sent = client.post(f"/class/{typed}/state", data={}, follow_redirects=False)
+            assert sent.status_code == 303, typed
+            assert sent.headers["location"] == joins
+
+
+# ---- the server's life (app/live/lifecycle.py, app/live/migrate.py) -------------------------
+
+
+class Heard(logging.Handler):
+    """The app's log lines (logger ``atlas``) as they come, to wait for one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self._changed:
+            self.lines.append(record.getMessage())
+            self._changed.notify_all()
+
+    def wait_for(self, line: str, times: int = 1) -> None:
+        with self._changed:
+            heard = self._changed.wait_for(lambda: self.lines.count(line) >= times, timeout=10)
+        assert heard, f"{line!r} not logged {times} times: {self.lines}"
+
+
+@pytest.fixture
+def heard() -> Iterator[Heard]:
+    logger = logging.getLogger("atlas")
+    handler, level = Heard(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+def test_the_commands_beside_the_server_make_the_database_migrate_and_purge(
+    tmp_path: Path,
+) -> None:
+    """``python -m app migrate`` and ``purge``, in this process: the data folder made (and its
+    parents), only its owner may enter it; the database at the newest revision of migrations/,
+    again at once the second time; the classes past their retention deleted, counted."""
+    data_dir = tmp_path / "new" / "data"
+    settings = settings_for(data_dir, class_retention_days=2)
+    head = ScriptDirectory(str(ROOT / "migrations")).get_current_head()
+    for _ in range(2):
+        assert migrate_now(settings) == f"sqlite database at revision {head}"
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    # A database configured elsewhere (ATLAS_DATABASE_URL) is the one migrated.
+    elsewhere, other_dir = tmp_path / "elsewhere.sqlite3", tmp_path / "other"
+    configured = settings_for(other_dir, database_url=f"sqlite+aiosqlite:///{elsewhere}")
+    assert migrate_now(configured) == f"sqlite database at revision {head}"
+    assert elsewhere.is_file()
+    assert not (other_dir / SQLITE_FILE).exists()
+    with TestClient(create_app(settings)) as host:
+        old, young = start_class(host), start_class(host)
+        student(host, old, "Ada")
+        student(host, young, "Bea")
+    _age(data_dir, old, 3)
+    assert purge_now(settings) == 1
+    assert purge_now(settings) == 0
+    with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+        assert db.execute("SELECT code FROM live_classes").fetchall() == [(young,)]
+
+
+def test_a_running_server_purges_daily_and_tries_again_after_a_failure(
+    tmp_path: Path, heard: Heard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the purge at start, every day (here a hundredth of a second) the classes past
+    their retention are deleted and the count logged; a purge that fails is logged, and the
+    next day's is tried all the same."""
+    monkeypatch.setattr(lifecycle, "DAY_S", 0.01)
+    data_dir = tmp_path / "data"
+    with TestClient(create_app(settings_for(data_dir, class_retention_days=2))) as host:
+        old, older, oldest, young = (start_class(host) for _ in range(4))
+        for code, name in [(old, "Ada"), (older, "Bea"), (oldest, "Cy"), (young, "Di")]:
+            student(host, code, name)
+        past = f"older than 2 days or unjoined after {UNJOINED_HOURS} hours"
+        _age(data_dir, old, 3)
+        heard.wait_for(f"deleted 1 class {past}")
+        _age(data_dir, older, 3, oldest)
+        heard.wait_for(f"deleted 2 classes {past}")
+        for code in (old, older, oldest):
+            assert host.get(f"/class/{code}/host").status_code == 404
+        assert host.get(f"/class/{young}/host").status_code == 200
+        with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+            db.execute("DROP TABLE live_classes")  # every purge fails now
+        heard.wait_for("the daily purge of old classes failed", times=2)
+
+
+def test_a_stopped_server_leaves_no_task_of_the_class_running(tmp_path: Path) -> None:
+    """While the server runs, the class's background work runs as named tasks (the drags'
+    writer, the version poll, the daily purge: names asyncio's debugging shows); once it has
+    stopped, none is left (a task left pending is destroyed with the loop, mid-work)."""
+    app = create_app(settings_for(tmp_path / "data"))
+
+    async def life() -> tuple[set[str], set[str]]:
+        async with app.router.lifespan_context(app):
+            running = {task.get_name() for task in asyncio.all_tasks()}
+        left = {
+            task.get_name() for task in asyncio.all_tasks() if task is not asyncio.current_task()
+        }
+        return running, left
+
+    running, left = asyncio.run(life())
+    assert {"live-drags", "live-version-poll", "live-daily-purge"} <= running
+    assert left == set()
+
+
+def test_dragged_states_that_cannot_be_written_are_logged_and_dropped(
+    tmp_path: Path, heard: Heard
+) -> None:
+    """A batch of dragged states whose transaction fails is logged with its count (the
+    students' next drags send theirs again); the drags go on being taken."""
+    data_dir = tmp_path / "data"
+    with TestClient(create_app(settings_for(data_dir))) as host:
+        code = start_class(host)
+        pupil = student(host, code, "Ada")
+        with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+            db.execute("DROP TABLE live_participants")  # every write of a state fails now
+        state = lab_form(["2", "6"], ["1", "3"])
+        assert pupil.post(f"/class/{code}/state", content=state, headers=DRAGGED).status_code == 204
+        heard.wait_for("writing 1 dragged lab state failed")
+        assert pupil.post(f"/class/{code}/state", content=state, headers=DRAGGED).status_code == 204
+        heard.wait_for("writing 1 dragged lab state failed", times=2)
+        drags = host.app.state.live_drags  # type: ignore[attr-defined]
+
+        async def two_at_once() -> None:  # one batch of two
+            drags.put(code, "one", "P=2")
+            drags.put(code, "two", "P=2")
+            await drags.flush()
+
+        host.portal.call(two_at_once)
+        heard.wait_for("writing 2 dragged lab states failed")
+
+
+# ---- the request's transaction (app/live/deps.py's db_session) ---------------------------
+
+
+def test_reads_never_wait_for_writers_and_the_instructors_action_goes_first(
+    tmp_path: Path,
+) -> None:
+    """On SQLite this worker's writing requests take turns (app/live/store.py): while one holds
+    the turn, a student's answer waits for it, and the instructor's reveal, sent after it,
+    waits too but goes first (so the answer comes after the reveal: refused, too late); a page
+    (a GET) is read meanwhile, waiting for no one."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+        code = start_class(host)
+        pupil = student(host, code, "Ada")
+        question = questions()[0]
+        assert host.post(f"/class/{code}/ask", data={"question": question.id}).is_success
+        turns = host.app.state.live_store._writing  # type: ignore[attr-defined]
+        taken, release = threading.Event(), threading.Event()
+
+        async def hold_the_turn() -> None:
+            async with turns.turn():
+                taken.set()
+                await asyncio.to_thread(release.wait)
+
+        answer = {"question": question.id, "choice": str(question.answer_number)}
+        with ThreadPoolExecutor(3) as pool:
+            held = host.portal.start_task_soon(hold_the_turn)
+            try:
+                assert taken.wait(10)
+                answered = pool.submit(pupil.post, f"/class/{code}/answer", data=answer)
+                wait_for(lambda: len(turns._others) == 1, 10)
+                revealed = pool.submit(host.post, f"/class/{code}/reveal")
+                wait_for(lambda: len(turns._first) == 1, 10)
+                read = pool.submit(pupil.get, f"/class/{code}")
+                assert read.result(10).status_code == 200  # while both wait
+                assert not answered.done()
+                release.set()
+                assert revealed.result(10).is_success
+                assert answered.result(10).status_code == 409
+            finally:
+                release.set()  # the turn given back even if the test failed
+                held.result(10)
+
+
+# ---- a worker's streams (app/live/streams.py) -----------------------------------------------
+# tests/test_live_streams.py holds these rules in a real ``python -m app``, out of mutmut's
+# reach (a child process): here the same rules on the worker's ``Streams`` itself.
+
+
+class Carrier:
+    """What ``python -m app``'s connection is told (app/web/server.py's ``carries_stream``)."""
+
+    def __init__(self) -> None:
+        self.told: list[bool] = []
+
+    def carries_stream(self, streams: bool) -> None:
+        self.told.append(streams)
+
+
+async def opened(streams: Streams, view: str, client: str, scope: dict[str, object]) -> Held:
+    """A stream of ``view`` from ``client`` open in a task of its own, as events.py runs one:
+    it waits for events until it is ended, and is closed however it ends."""
+    ready: asyncio.Future[Held] = asyncio.get_running_loop().create_future()
+
+    async def stream() -> None:
+        held = streams.open(view, client, scope)
+        ready.set_result(held)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            streams.close(held)
+
+    task = asyncio.get_running_loop().create_task(stream())
+    await asyncio.wait([ready, task], return_when=asyncio.FIRST_COMPLETED)
+    if not ready.done():
+        task.result()  # it failed before it opened: its error
+    return ready.result()
+
+
+async def ended(held: Held) -> str:
+    """Why the stream was ended, once its task has ended."""
+    assert held.task is not None
+    done, _ = await asyncio.wait([held.task], timeout=5)  # a bound for a task never ended
+    assert done, f"the stream of {held.view!r} goes on"
+    return held.ended
+
+
+async def all_left(streams: Streams, *held: Held) -> None:
+    """The clients of these streams leave (their tasks cancelled): the worker holds none."""
+    for one in held:
+        assert one.task is not None
+        one.task.cancel()
+        await ended(one)
+    assert (len(streams), streams.by_view, streams.by_client) == (0, {}, {})
+
+
+def test_a_newer_stream_of_a_view_ends_the_older_and_the_closed_one_forgets_nothing_else() -> None:
+    async def run() -> None:
+        streams = Streams(cap=10)
+        first_carrier, second_carrier = Carrier(), Carrier()
+        first = await opened(streams, "dashboard", "a", {CONNECTION_SCOPE_KEY: first_carrier})
+        assert first_carrier.told == [True]
+        screen = await opened(streams, "screen", "a", {})  # the client's other view
+        # The same view again from the same client (a reloaded page), then from another.
+        second = await opened(streams, "dashboard", "a", {CONNECTION_SCOPE_KEY: second_carrier})
+        assert await ended(first) == "replaced"
+        assert first_carrier.told == [True, False]  # its connection no longer carries a stream
+        # The older one's close took nothing of the others'.
+        assert streams.by_view == {"dashboard": second, "screen": screen}
+        assert streams.by_client == {"a": {screen: None, second: None}}
+        third = await opened(streams, "dashboard", "b", {})
+        assert await ended(second) == "replaced"
+        assert len(streams) == 2
+        assert streams.by_view == {"dashboard": third, "screen": screen}
+        assert streams.by_client == {"a": {screen: None}, "b": {third: None}}
+        await all_left(streams, screen, third)
+        assert third.ended == ""  # its client left: not ended here
+        assert second_carrier.told == [True, False]
+
+    asyncio.run(run())
+
+
+def test_at_the_cap_the_client_holding_most_streams_loses_its_oldest() -> None:
+    async def run() -> None:
+        streams = Streams(cap=3)
+        one = await opened(streams, "one", "a", {})
+        two = await opened(streams, "two", "a", {})
+        three = await opened(streams, "three", "b", {})
+        four = await opened(streams, "four", "b", {})  # at the cap: a's oldest goes
+        assert await ended(one) == "room"
+        assert {held.ended for held in (two, three, four)} == {""}
+        assert [len(streams), *streams.by_client] == [3, "a", "b"]
+        five = await opened(streams, "five", "c", {})  # b holds most now: its oldest goes
+        assert await ended(three) == "room"
+        assert streams.by_view == {"two": two, "four": four, "five": five}
+        await all_left(streams, two, four, five)
+
+    asyncio.run(run())
+
+
+def test_a_stream_is_ended_once_for_its_first_reason() -> None:
+    async def run() -> None:
+        streams = Streams(cap=10)
+        held = await opened(streams, "view", "a", {})
+        held.end("replaced")
+        held.end("room")
+        assert await ended(held) == "replaced"
+        unstarted = Held("view", "a", None)
+        unstarted.end("room")  # no task to end: nothing to say why
+        assert unstarted.ended == ""
+
+    asyncio.run(run())
+
+
+def test_a_clients_turn_is_given_back_once_and_a_worker_forgets_clients_done_opening() -> None:
+    async def run() -> None:
+        streams = Streams(cap=10)
+        turns = [await streams.turn("a") for _ in range(OPENING_PER_CLIENT)]
+        waiting = asyncio.ensure_future(streams.turn("a"))
+        await asyncio.sleep(0)  # one step of the loop: it waits for a turn
+        assert not waiting.done()
+        waiting.cancel()  # the client left while it waited
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        turns[0].release()
+        turns[0].release()  # again: no second turn given back
+        again = [asyncio.ensure_future(streams.turn("a")) for _ in range(2)]
+        await asyncio.sleep(0)
+        assert [turn.done() for turn in again] == [True, False]
+        for turn in turns[1:]:
+            turn.release()
+        taken = [await asyncio.wait_for(turn, 5) for turn in again]
+        for turn in taken:
+            turn.release()
+        assert streams.opening == {}
+
+    asyncio.run(run())
+
+
+def test_a_student_behind_more_states_than_one_lookup_takes_is_written_too(
+    tmp_path: Path,
+) -> None:
+    """A batch of dragged states is looked up ``LOOKUP_BATCH`` students at a time (one
+    statement each: not one per student): a student's state behind twice as many others
+    (cookies of no one: removed students') is written."""
+    data_dir = tmp_path / "data"
+    with TestClient(create_app(settings_for(data_dir))) as host:
+        code = start_class(host)
+        pupil = student(host, code, "Ada")
+        drags = host.app.state.live_drags  # type: ignore[attr-defined]
+
+        def shared() -> str:
+            with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+                return str(db.execute("SELECT shared_query FROM live_participants").fetchone()[0])
+
+        queries = []
+        for counts in (["5", "6"], ["7", "6"]):
+            state = lab_form(counts, ["1", "3"])
+            assert pupil.post(f"/class/{code}/state", content=state, headers=DRAGGED).is_success
+            host.portal.call(drags.flush)
+            queries.append(shared())
+        with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+            (token,) = db.execute("SELECT token FROM live_participants").fetchone()
+
+        async def behind_others() -> None:  # one batch: no flush of the writer's comes between
+            for n in range(2 * LOOKUP_BATCH):
+                drags.put(code, f"nobody-{n}", queries[0])
+            drags.put(code, token, queries[0])
+            await drags.flush()
+
+        selects: list[str] = []
+
+        def executed(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+            if statement.lstrip().upper().startswith("SELECT"):
+                selects.append(statement)
+
+        engine = drags.db.engine.sync_engine
+        event.listen(engine, "before_cursor_execute", executed)
+        try:
+            host.portal.call(behind_others)
+        finally:
+            event.remove(engine, "before_cursor_execute", executed)
+        assert shared() == queries[0] != queries[1]
+        # One lookup per LOOKUP_BATCH students, not one per student: 500, 500 and 1.
+        assert len(selects) == 3
+
+        async def as_the_instructor_sends(after_us: int) -> None:
+            """A state that reached the server ``after_us`` µs after the instructor sent one."""
+            drags.put(code, token, queries[1])
+            sent = drags.pending[token][2] - timedelta(microseconds=after_us)
+            with sqlite3.connect(data_dir / SQLITE_FILE) as db:
+                at = sent.strftime("%Y-%m-%d %H:%M:%S.%f")
+                db.execute("UPDATE live_classes SET lab_sent_at = ?", (at,))
+            await drags.flush()
+
+        host.portal.call(as_the_instructor_sends, 0)
+        assert shared() == queries[0]  # at the same moment: not after it, not written
+        host.portal.call(as_the_instructor_sends, 1)
+        assert shared() == queries[1]

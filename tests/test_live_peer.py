@@ -17,11 +17,14 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from app.lesson.loader import load_lesson
+from app.lesson.render import render_lesson
 from app.live.database import engine_url
 from app.live.migrate import MIGRATIONS
 from app.live.service import TIMER_S
 from app.live.store import SQLITE_FILE
 from app.main import create_app
+from app.settings import Settings
 from tests import test_live, test_live_refusals
 from tests.test_live import (
     EXPORT_HEADER,
@@ -227,6 +230,10 @@ def test_the_report_counts_each_vote_and_each_students_answers(app_client: TestC
     assert words(node(html, "#report-summary")) == (
         "The class has ended. 5 students joined; 2 questions answered."
     )
+    # Which class, of which lesson (the class's lesson: the course's first).
+    title = render_lesson(load_lesson(Settings().lesson_path)).header.title.striptags()
+    assert words(node(html, "h1")) == f"Report of class {code}"
+    assert words(node(html, "p.kicker")) == f"Live class · {title}"
     # Question 2 was never asked: not in the report.
     assert [str(s["data-question"]) for s in soup(html).select("section[data-question]")] == [
         FIRST.id,

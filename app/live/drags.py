@@ -98,6 +98,7 @@ class Drags:
                 for class_id in classes:
                     await store.change(session, class_id)
         except Exception:  # logged; the students' next drags send their states again
-            log.exception("writing %d dragged lab states failed", len(batch))
+            states = "state" if len(batch) == 1 else "states"
+            log.exception("writing %d dragged lab %s failed", len(batch), states)
             return
         self.wake(classes)

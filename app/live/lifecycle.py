@@ -37,8 +37,9 @@ async def _purge(db: Store, settings: Settings) -> None:
         removed = await purge(session, settings.class_retention_days)
     if removed:
         log.info(
-            "deleted %d classes older than %g days or unjoined after %d hours",
+            "deleted %d %s older than %g days or unjoined after %d hours",
             removed,
+            "class" if removed == 1 else "classes",
             settings.class_retention_days,
             UNJOINED_HOURS,
         )
