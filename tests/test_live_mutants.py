@@ -560,16 +560,16 @@ def test_a_drag_without_the_students_cookie_goes_to_the_join_form_of_the_code_ty
     tmp_path: Path,
 ) -> None:
     """A lab state sent without the class's student cookie: 303 to the join form for that
-    code, written as a class's code is (the form fills it in), or as typed when it is no code."""
+    code, written as a class's code is (the form fills it in); a code no class can have is no
+    class (404 naming it)."""
     with TestClient(create_app(settings_for(tmp_path / "data"))) as client:
-        for typed, joins in [
-            ("abc-def", "/join/ABCDEF"),
-            ("ABCDEF", "/join/ABCDEF"),
-            ("zz", "/join/zz"),
-        ]:
+        for typed, joins in [("abc-def", "/join/ABCDEF"), ("ABCDEF", "/join/ABCDEF")]:
             sent = client.post(f"/class/{typed}/state", data={}, follow_redirects=False)
             assert sent.status_code == 303, typed
             assert sent.headers["location"] == joins
+        refused = client.post("/class/zz/state", data={}, follow_redirects=False)
+        assert refused.status_code == 404
+        assert "no class with the code “zz”" in refused.text
 
 
 # ---- the server's life (app/live/lifecycle.py, app/live/migrate.py) -------------------------
