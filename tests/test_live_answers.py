@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import delete, event, select
+from sqlalchemy import delete, event, select, text
 
 from app.live import store
 from app.live.answers import Answers
@@ -227,3 +227,26 @@ def test_an_answer_or_a_drag_to_a_code_no_class_can_have_names_no_class(
             assert "no class with the code “0”" in refused.text
     sent = app_client.post(f"/class/{code.lower()}/answer", data={}, follow_redirects=False)
     assert (sent.status_code, sent.headers["location"]) == (303, f"/join/{code}")
+
+
+def test_an_answers_transaction_that_fails_fails_each_of_its_requests(tmp_path: Path) -> None:
+    """A database that breaks under the answers (here its table of answers is gone) fails
+    every request of the transaction with the database's own error, which the app answers (503
+    and when to try again, for an operational error), and none of them waits for ever."""
+    first = questions()[0]
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as client:
+        code = start_class(client)
+        pupils = [student(client, code, name) for name in ("Ada", "Bo")]
+        assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+        db: Store = client.app.state.live_store  # type: ignore[attr-defined]
+
+        async def break_it() -> None:
+            async with db.session() as session:
+                await session.execute(text("DROP TABLE live_answers"))
+
+        client.portal.call(break_it)  # type: ignore[union-attr]
+        for pupil in pupils:
+            sent = pupil.post(f"/class/{code}/answer", data={"question": first.id, "choice": "1"})
+            assert sent.status_code == 503  # an operational error of SQLite's: try again
+            assert "what you sent was not saved" in sent.text
+            assert int(sent.headers["Retry-After"]) >= 1
