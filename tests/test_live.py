@@ -787,6 +787,7 @@ def test_wrong_passwords_from_one_address_are_limited(data_dir: Path) -> None:
         assert node(limited.text, "#password-error").get_text(" ", strip=True) == (
             "Too many wrong passwords from this address: try again in 10 minutes."
         )
+        assert 540 < int(limited.headers["Retry-After"]) <= 600  # when, for a script too
         # Another address is not held up by this one's guesses: it starts a class.
         elsewhere = other_browser(host, "192.0.2.9")
         started = elsewhere.post(

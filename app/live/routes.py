@@ -125,15 +125,20 @@ def status_of(refusal: RefusalError) -> int:
     return next(STATUS[kind] for kind in type(refusal).__mro__ if kind in STATUS)
 
 
+def _when_to_retry(response: Response, error: RefusalError | None) -> Response:
+    """``Retry-After`` on the answer to a refusal that says when to try again."""
+    if isinstance(error, TooManyGuessesError):
+        response.headers["Retry-After"] = str(error.retry_after)
+    return response
+
+
 async def refused(request: Request, error: Exception) -> Response:
     """The app's answer to a refusal no form shows: its status, the site's error page (with
     ``Retry-After`` when the refusal says when to try again)."""
     assert isinstance(error, RefusalError)
     response = error_response(request.scope, status_of(error), error.message)
     response.headers["Cache-Control"] = NO_STORE
-    if isinstance(error, TooManyGuessesError):
-        response.headers["Retry-After"] = str(error.retry_after)
-    return response
+    return _when_to_retry(response, error)
 
 
 async def redirected(_request: Request, error: Exception) -> Response:
@@ -233,7 +238,7 @@ def _new_form(
         "needs_password": not access.is_instructor(request),
         "error": error,
     }
-    return page(request, "live/new.html", context, status_code=status_code)
+    return _when_to_retry(page(request, "live/new.html", context, status_code=status_code), error)
 
 
 @forms.get("/class/new", name="class_new", responses=REFUSALS)
@@ -299,7 +304,8 @@ async def class_host(
 def _key_form(
     request: Request, code: str, error: RefusalError | None = None, status_code: int = 200
 ) -> Response:
-    return page(request, "live/key.html", {"code": code, "error": error}, status_code=status_code)
+    context = {"code": code, "error": error}
+    return _when_to_retry(page(request, "live/key.html", context, status_code=status_code), error)
 
 
 @forms.get("/class/{code}/key", name="class_key", responses=REFUSALS)
@@ -591,7 +597,7 @@ def _join_form(
 ) -> Response:
     context: dict[str, Any] = {"code": code, "nickname": nickname, "error": error}
     status_code = status_of(error) if error else 200
-    return page(request, "live/join.html", context, status_code=status_code)
+    return _when_to_retry(page(request, "live/join.html", context, status_code=status_code), error)
 
 
 @forms.get("/join", name="join", responses=REFUSALS)
