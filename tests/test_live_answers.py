@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, event, select, text
+from sqlalchemy.exc import IntegrityError
 
 from app.live import store
 from app.live.answers import Answers
@@ -250,3 +251,49 @@ def test_an_answers_transaction_that_fails_fails_each_of_its_requests(tmp_path: 
             assert sent.status_code == 503  # an operational error of SQLite's: try again
             assert "what you sent was not saved" in sent.text
             assert int(sent.headers["Retry-After"]) >= 1
+
+
+@pytest.mark.timeout(30)  # a request left waiting fails here, not at the suite's two minutes
+def test_an_answer_the_database_refuses_again_alone_is_answered_and_the_others_stored(
+    tmp_path: Path,
+) -> None:
+    """An answers' transaction that breaks a row's rule stores each of its answers again, alone,
+    once: an answer refused alone too (here a trigger refuses Ada's, for ever) is answered with
+    the database's own error, the server's 500, not retried without end; the others' answers
+    are stored."""
+    first = questions()[0]
+    right = str(first.answer_number)
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as client:
+        code = start_class(client)
+        ada, bo = (student(client, code, name) for name in ("Ada", "Bo"))
+        refused = TestClient(client.app, raise_server_exceptions=False, cookies=ada.cookies)
+        refused.portal = client.portal
+        assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+        db: Store = client.app.state.live_store  # type: ignore[attr-defined]
+
+        async def refuse_ada() -> None:
+            async with db.session() as session:
+                ada_id = (
+                    await session.execute(
+                        select(Participant.id).where(Participant.nickname == "Ada")
+                    )
+                ).scalar_one()
+                await session.execute(
+                    text(
+                        "CREATE TRIGGER refuse_ada BEFORE INSERT ON live_answers"
+                        f" WHEN NEW.participant_id = {ada_id}"
+                        " BEGIN SELECT RAISE(ABORT, 'Ada may not answer'); END"
+                    )
+                )
+
+        client.portal.call(refuse_ada)  # type: ignore[union-attr]
+        answer = {"question": first.id, "choice": right}
+        sent = refused.post(f"/class/{code}/answer", data=answer)
+        assert sent.status_code == 500
+        assert "the server could not answer this request" in sent.text
+        # The error the server logs is the database's refusal (not a retry's own failure).
+        with pytest.raises(IntegrityError, match="Ada may not answer"):
+            ada.post(f"/class/{code}/answer", data=answer)
+        stored = bo.post(f"/class/{code}/answer", data=answer)
+        assert stored.status_code == 200
+        assert exported(client, code) == [("Bo", first.id, right)]
