@@ -297,3 +297,42 @@ def test_an_answer_the_database_refuses_again_alone_is_answered_and_the_others_s
         stored = bo.post(f"/class/{code}/answer", data=answer)
         assert stored.status_code == 200
         assert exported(client, code) == [("Bo", first.id, right)]
+
+
+@pytest.mark.timeout(30)
+def test_a_request_given_up_while_its_answer_waits_leaves_the_others_answered(
+    tmp_path: Path,
+) -> None:
+    """Three answers wait together for this worker's write turn (SQLite); the first one's
+    request is given up meanwhile (its browser left). The two others are stored and their
+    requests answered all the same."""
+    first = questions()[0]
+    right = str(first.answer_number)
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as client:
+        code = start_class(client)
+        for name in ("Ada", "Bo", "Cy"):
+            student(client, code, name)
+        assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+        token = tokens(client)
+        answers: Answers = client.app.state.live_answers  # type: ignore[attr-defined]
+        turns = answers.db._writing
+        assert turns is not None
+
+        async def given_up_first() -> list[Answered]:
+            async with turns.turn():  # held: the answers' transaction waits for it
+                gives = [
+                    asyncio.ensure_future(
+                        answers.give(GivenAnswer(code, token[name], [first.id], [right]))
+                    )
+                    for name in ("Ada", "Bo", "Cy")
+                ]
+                while not turns._others:  # the writer of answers waits for the turn
+                    await asyncio.sleep(0)
+                gives[0].cancel()  # Ada's request given up
+            done, _ = await asyncio.wait(gives[1:], timeout=10)  # a bound for a reply never given
+            return [give.result() for give in gives[1:] if give in done]
+
+        replies = client.portal.call(given_up_first)  # type: ignore[union-attr]
+        assert [reply.error for reply in replies] == [None, None]
+        assert ("Bo", first.id, right) in exported(client, code)
+        assert ("Cy", first.id, right) in exported(client, code)
