@@ -6,6 +6,7 @@ Real SQLite and a real private PostgreSQL, the real app through TestClient."""
 import asyncio
 import csv
 import io
+import sqlite3
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,7 +27,7 @@ from app.live.service import (
     LiveService,
     NotFoundError,
 )
-from app.live.store import Participant, Store
+from app.live.store import SQLITE_FILE, Participant, Store
 from app.main import create_app
 from tests.test_live import (
     app_client,  # noqa: F401  (the fixture, on each backend)
@@ -336,3 +337,44 @@ def test_a_request_given_up_while_its_answer_waits_leaves_the_others_answered(
         assert [reply.error for reply in replies] == [None, None]
         assert ("Bo", first.id, right) in exported(client, code)
         assert ("Cy", first.id, right) in exported(client, code)
+
+
+@pytest.mark.timeout(30)
+def test_an_answer_waiting_as_the_server_stops_is_stored_before_it_closes(tmp_path: Path) -> None:
+    """The server stops while an answer waits for the write turn (SQLite; its request given up
+    with the server): the answer is stored before the database is closed."""
+    first = questions()[0]
+    right = str(first.answer_number)
+    data = tmp_path / "data"
+    with TestClient(create_app(settings_for(data))) as client:
+        code = start_class(client)
+        student(client, code, "Ada")
+        assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+        token = tokens(client)
+        answers: Answers = client.app.state.live_answers  # type: ignore[attr-defined]
+        turns = answers.db._writing
+        assert turns is not None
+
+        async def hold_until_stopping() -> None:
+            """The turn held until the server begins to stop (it ends the daily purge)."""
+            purge = next(t for t in asyncio.all_tasks() if t.get_name() == "live-daily-purge")
+            stopping = asyncio.Event()
+            purge.add_done_callback(lambda _: stopping.set())
+            async with turns.turn():
+                await stopping.wait()
+
+        given = GivenAnswer(code, token["Ada"], [first.id], [right])
+        running: list[asyncio.Future[Any]] = []
+
+        async def waiting() -> None:
+            running.append(asyncio.ensure_future(hold_until_stopping()))
+            while not turns._busy:
+                await asyncio.sleep(0)
+            running.append(asyncio.ensure_future(answers.give(given)))
+            while not turns._others:  # the writer of answers waits for the turn
+                await asyncio.sleep(0)
+
+        client.portal.call(waiting)  # type: ignore[union-attr]
+    with sqlite3.connect(data / SQLITE_FILE) as db:
+        stored = db.execute("SELECT question, choice FROM live_answers").fetchall()
+    assert stored == [(first.id, first.answer_number)]
