@@ -378,3 +378,35 @@ def test_an_answer_waiting_as_the_server_stops_is_stored_before_it_closes(tmp_pa
     with sqlite3.connect(data / SQLITE_FILE) as db:
         stored = db.execute("SELECT question, choice FROM live_answers").fetchall()
     assert stored == [(first.id, first.answer_number)]
+
+
+@pytest.mark.timeout(30)
+def test_an_answer_to_a_class_there_is_not_is_refused_naming_its_code(tmp_path: Path) -> None:
+    """An answer that reaches the writer of answers for a class there is not (one that was
+    deleted since the request was checked) is refused with the code's 404, the others of its
+    transaction stored."""
+    first = questions()[0]
+    right = str(first.answer_number)
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as client:
+        code = start_class(client)
+        student(client, code, "Ada")
+        assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+        token = tokens(client)
+        answers: Answers = client.app.state.live_answers  # type: ignore[attr-defined]
+        gone = "ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY"
+
+        async def both() -> list[Answered | BaseException]:
+            gives = [
+                asyncio.ensure_future(
+                    answers.give(GivenAnswer(to, token["Ada"], [first.id], [right]))
+                )
+                for to in (gone, code)
+            ]
+            done, _ = await asyncio.wait(gives, timeout=10)  # a bound for a reply never given
+            return [give.exception() or give.result() for give in gives if give in done]
+
+        nowhere, ada = client.portal.call(both)  # type: ignore[union-attr]
+        assert isinstance(nowhere, NotFoundError)
+        assert nowhere.field == "code"
+        assert isinstance(ada, Answered)
+        assert exported(client, code) == [("Ada", first.id, right)]
