@@ -143,7 +143,7 @@ def test_the_words_under_the_counts_say_who_has_no_state_and_where_the_rules_dif
     client: TestClient,
 ) -> None:
     """The sentence under the picture's counts, as students join and send their states; and no
-    count of students at the state sent while none was sent."""
+    count of students at the state sent while none was sent (not even of those without one)."""
     code = start_class(client)
 
     def labs() -> BeautifulSoup:
@@ -151,6 +151,9 @@ def test_the_words_under_the_counts_say_who_has_no_state_and_where_the_rules_dif
 
     def words() -> str:
         return node(str(labs()), "[data-labs='words']").get_text()
+
+    def counts() -> str:
+        return node(str(labs()), "[data-labs='summary']").get_text()
 
     def share(pupil: TestClient, counts: list[str]) -> None:
         sent = pupil.post(
@@ -161,6 +164,7 @@ def test_the_words_under_the_counts_say_who_has_no_state_and_where_the_rules_dif
     assert words() == "No one has joined yet."
     ada = student(client, code, "Ada")
     assert words() == "None of the 1 student has a lab state yet."
+    assert counts() == "0 of 1 exploring · 0 with unequal counts"  # none at a state never sent
     bo = student(client, code, "Bo")
     assert words() == "None of the 2 students has a lab state yet."
     share(ada, ["4", "4"])
@@ -178,8 +182,7 @@ def test_the_words_under_the_counts_say_who_has_no_state_and_where_the_rules_dif
     assert words() == (
         "Every state has unequal counts on its ranks: there the plain rank mean can miss g."
     )
-    summary = node(str(labs()), "[data-labs='summary']").get_text()
-    assert summary == "3 of 3 exploring · 3 with unequal counts"  # nothing sent: no "at the state"
+    assert counts() == "3 of 3 exploring · 3 with unequal counts"
 
 
 def test_a_state_too_long_to_keep_in_the_cache_is_counted_all_the_same(
