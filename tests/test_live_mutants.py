@@ -1125,3 +1125,28 @@ def test_a_postgresql_refusing_more_connections_is_away_for_now_not_an_error(
     assert health is False
     assert "too many connections for role" in str(error)
     assert unreachable(error)
+
+
+# ---- the class's pages (app/live/pages.py) ---------------------------------------------------
+
+
+def test_the_projector_says_the_classs_state_and_where_to_join_it(tmp_path: Path) -> None:
+    """The projector's page, while joining is open: the class's state in words, how many
+    joined, and the join address (absolute, at the address the page was asked at) with the
+    code."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+        code = start_class(host)
+        student(host, code, "Ada")
+        screen = BeautifulSoup(host.get(f"/class/{code}/screen").text, "html.parser")
+        state = screen.select_one(".live-screen-status > span")
+        assert state is not None
+        assert state.get_text() == "No question asked yet."
+        joined = screen.select_one(".live-screen-joined")
+        assert joined is not None
+        assert joined.get_text(" ", strip=True) == "1 joined"
+        address = screen.select_one(".live-screen-url")
+        assert address is not None
+        assert address.get_text() == f"http://testserver/join/{code}"
+        shown = screen.select_one("#join-code")
+        assert shown is not None
+        assert shown.get_text() == code
