@@ -1150,3 +1150,15 @@ def test_the_projector_says_the_classs_state_and_where_to_join_it(tmp_path: Path
         shown = screen.select_one("#join-code")
         assert shown is not None
         assert shown.get_text() == code
+
+
+def test_the_dashboards_stream_swaps_the_lab_picture_in_out_of_band(tmp_path: Path) -> None:
+    """The dashboard's stream sends the picture of the class's lab states as an out-of-band
+    swap of ``#class-labs`` (htmx replaces the section where it is), like its other parts."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+        code = start_class(host)
+        with host.stream("GET", f"/class/{code}/events?view=host") as response:
+            first = next_event(events(response), lambda e: e.name == "host", "the dashboard")
+        labs = BeautifulSoup(first.data, "html.parser").select_one("#class-labs")
+        assert labs is not None
+        assert labs["hx-swap-oob"] == "outerHTML"
