@@ -1132,8 +1132,8 @@ def test_a_postgresql_refusing_more_connections_is_away_for_now_not_an_error(
 
 def test_the_projector_says_the_classs_state_and_where_to_join_it(tmp_path: Path) -> None:
     """The projector's page, while joining is open: the class's state in words, how many
-    joined, and the join address (absolute, at the address the page was asked at) with the
-    code."""
+    joined, and the join address (absolute, at the address the page was asked at) with the code
+    and its QR; none of these ways to join once joining is locked or the class has ended."""
     with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
         code = start_class(host)
         student(host, code, "Ada")
@@ -1150,6 +1150,15 @@ def test_the_projector_says_the_classs_state_and_where_to_join_it(tmp_path: Path
         shown = screen.select_one("#join-code")
         assert shown is not None
         assert shown.get_text() == code
+        assert screen.select_one("#join-qr svg") is not None  # the same address to scan
+        # Joining locked, or the class ended (unlocked): no way to join is shown.
+        for action in ("lock", "unlock", "end"):
+            assert host.post(f"/class/{code}/{action}").is_success
+            screen = BeautifulSoup(host.get(f"/class/{code}/screen").text, "html.parser")
+            assert (screen.select_one(".live-screen-join") is None) == (action != "unlock")
+        state = screen.select_one(".live-screen-status > span")
+        assert state is not None
+        assert state.get_text() == "This class has ended: no one can join or answer."
 
 
 def test_the_dashboards_stream_swaps_the_lab_picture_in_out_of_band(tmp_path: Path) -> None:
