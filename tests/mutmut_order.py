@@ -1,8 +1,8 @@
 """Under mutmut (docs/testing.md, "Mutation testing"), a mutant's tests run in the order most
 likely to kill it soon: a killed mutant is told by its first failing test (``-x``). First the
-tests written for the mutants (``test_*_mutants*.py``, small and aimed), then the others fastest
-first (mutmut times a test's call, not the app each test starts). Outside a mutant's run nothing
-changes."""
+tests written for the mutants (``test_*_mutants*.py``, small and aimed) and those of the mutant's
+own module (``app.live.labs``: ``test_live_labs.py``), then the others fastest first (mutmut
+times a test's call, not the app each test starts). Outside a mutant's run nothing changes."""
 
 import json
 import os
@@ -22,4 +22,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if not stats.is_file():
         return
     took: dict[str, float] = json.loads(stats.read_text())["duration_by_test"]
-    items.sort(key=lambda item: ("_mutants" not in item.path.stem, took.get(item.nodeid, 0.0)))
+    # The mutant's module's own test file is aimed at it too (app.live.labs: test_live_labs).
+    own = "test_" + "_".join(os.environ["MUTANT_UNDER_TEST"].rsplit(".", 1)[0].split(".")[1:])
+    items.sort(
+        key=lambda item: (
+            not ("_mutants" in item.path.stem or item.path.stem == own),
+            took.get(item.nodeid, 0.0),
+        )
+    )

@@ -6,6 +6,7 @@ Real SQLite and a real private PostgreSQL, the real app through TestClient."""
 import asyncio
 import csv
 import io
+import sqlite3
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, event, select, text
+from sqlalchemy.exc import IntegrityError
 
 from app.live import store
 from app.live.answers import Answers
@@ -25,7 +27,7 @@ from app.live.service import (
     LiveService,
     NotFoundError,
 )
-from app.live.store import Participant, Store
+from app.live.store import SQLITE_FILE, Participant, Store
 from app.main import create_app
 from tests.test_live import (
     app_client,  # noqa: F401  (the fixture, on each backend)
@@ -250,3 +252,161 @@ def test_an_answers_transaction_that_fails_fails_each_of_its_requests(tmp_path: 
             assert sent.status_code == 503  # an operational error of SQLite's: try again
             assert "what you sent was not saved" in sent.text
             assert int(sent.headers["Retry-After"]) >= 1
+
+
+@pytest.mark.timeout(30)  # a request left waiting fails here, not at the suite's two minutes
+def test_an_answer_the_database_refuses_again_alone_is_answered_and_the_others_stored(
+    tmp_path: Path,
+) -> None:
+    """An answers' transaction that breaks a row's rule stores each of its answers again, alone,
+    once: an answer refused alone too (here a trigger refuses Ada's, for ever) is answered with
+    the database's own error, the server's 500, not retried without end; the others' answers
+    are stored."""
+    first = questions()[0]
+    right = str(first.answer_number)
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as client:
+        code = start_class(client)
+        ada, bo = (student(client, code, name) for name in ("Ada", "Bo"))
+        refused = TestClient(client.app, raise_server_exceptions=False, cookies=ada.cookies)
+        refused.portal = client.portal
+        assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+        db: Store = client.app.state.live_store  # type: ignore[attr-defined]
+
+        async def refuse_ada() -> None:
+            async with db.session() as session:
+                ada_id = (
+                    await session.execute(
+                        select(Participant.id).where(Participant.nickname == "Ada")
+                    )
+                ).scalar_one()
+                await session.execute(
+                    text(
+                        "CREATE TRIGGER refuse_ada BEFORE INSERT ON live_answers"
+                        f" WHEN NEW.participant_id = {ada_id}"
+                        " BEGIN SELECT RAISE(ABORT, 'Ada may not answer'); END"
+                    )
+                )
+
+        client.portal.call(refuse_ada)  # type: ignore[union-attr]
+        answer = {"question": first.id, "choice": right}
+        sent = refused.post(f"/class/{code}/answer", data=answer)
+        assert sent.status_code == 500
+        assert "the server could not answer this request" in sent.text
+        # The error the server logs is the database's refusal (not a retry's own failure).
+        with pytest.raises(IntegrityError, match="Ada may not answer"):
+            ada.post(f"/class/{code}/answer", data=answer)
+        stored = bo.post(f"/class/{code}/answer", data=answer)
+        assert stored.status_code == 200
+        assert exported(client, code) == [("Bo", first.id, right)]
+
+
+@pytest.mark.timeout(30)
+def test_a_request_given_up_while_its_answer_waits_leaves_the_others_answered(
+    tmp_path: Path,
+) -> None:
+    """Three answers wait together for this worker's write turn (SQLite); the first one's
+    request is given up meanwhile (its browser left). The two others are stored and their
+    requests answered all the same."""
+    first = questions()[0]
+    right = str(first.answer_number)
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as client:
+        code = start_class(client)
+        for name in ("Ada", "Bo", "Cy"):
+            student(client, code, name)
+        assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+        token = tokens(client)
+        answers: Answers = client.app.state.live_answers  # type: ignore[attr-defined]
+        turns = answers.db._writing
+        assert turns is not None
+
+        async def given_up_first() -> list[Answered]:
+            async with turns.turn():  # held: the answers' transaction waits for it
+                gives = [
+                    asyncio.ensure_future(
+                        answers.give(GivenAnswer(code, token[name], [first.id], [right]))
+                    )
+                    for name in ("Ada", "Bo", "Cy")
+                ]
+                while not turns._others:  # the writer of answers waits for the turn
+                    await asyncio.sleep(0)
+                gives[0].cancel()  # Ada's request given up
+            done, _ = await asyncio.wait(gives[1:], timeout=10)  # a bound for a reply never given
+            return [give.result() for give in gives[1:] if give in done]
+
+        replies = client.portal.call(given_up_first)  # type: ignore[union-attr]
+        assert [reply.error for reply in replies] == [None, None]
+        assert ("Bo", first.id, right) in exported(client, code)
+        assert ("Cy", first.id, right) in exported(client, code)
+
+
+@pytest.mark.timeout(30)
+def test_an_answer_waiting_as_the_server_stops_is_stored_before_it_closes(tmp_path: Path) -> None:
+    """The server stops while an answer waits for the write turn (SQLite; its request given up
+    with the server): the answer is stored before the database is closed."""
+    first = questions()[0]
+    right = str(first.answer_number)
+    data = tmp_path / "data"
+    with TestClient(create_app(settings_for(data))) as client:
+        code = start_class(client)
+        student(client, code, "Ada")
+        assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+        token = tokens(client)
+        answers: Answers = client.app.state.live_answers  # type: ignore[attr-defined]
+        turns = answers.db._writing
+        assert turns is not None
+
+        async def hold_until_stopping() -> None:
+            """The turn held until the server begins to stop (it ends the daily purge)."""
+            purge = next(t for t in asyncio.all_tasks() if t.get_name() == "live-daily-purge")
+            stopping = asyncio.Event()
+            purge.add_done_callback(lambda _: stopping.set())
+            async with turns.turn():
+                await stopping.wait()
+
+        given = GivenAnswer(code, token["Ada"], [first.id], [right])
+        running: list[asyncio.Future[Any]] = []
+
+        async def waiting() -> None:
+            running.append(asyncio.ensure_future(hold_until_stopping()))
+            while not turns._busy:
+                await asyncio.sleep(0)
+            running.append(asyncio.ensure_future(answers.give(given)))
+            while not turns._others:  # the writer of answers waits for the turn
+                await asyncio.sleep(0)
+
+        client.portal.call(waiting)  # type: ignore[union-attr]
+    with sqlite3.connect(data / SQLITE_FILE) as db:
+        stored = db.execute("SELECT question, choice FROM live_answers").fetchall()
+    assert stored == [(first.id, first.answer_number)]
+
+
+@pytest.mark.timeout(30)
+def test_an_answer_to_a_class_there_is_not_is_refused_naming_its_code(tmp_path: Path) -> None:
+    """An answer that reaches the writer of answers for a class there is not (one that was
+    deleted since the request was checked) is refused with the code's 404, the others of its
+    transaction stored."""
+    first = questions()[0]
+    right = str(first.answer_number)
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as client:
+        code = start_class(client)
+        student(client, code, "Ada")
+        assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+        token = tokens(client)
+        answers: Answers = client.app.state.live_answers  # type: ignore[attr-defined]
+        gone = "ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY"
+
+        async def both() -> list[Answered | BaseException]:
+            gives = [
+                asyncio.ensure_future(
+                    answers.give(GivenAnswer(to, token["Ada"], [first.id], [right]))
+                )
+                for to in (gone, code)
+            ]
+            done, _ = await asyncio.wait(gives, timeout=10)  # a bound for a reply never given
+            return [give.exception() or give.result() for give in gives if give in done]
+
+        nowhere, ada = client.portal.call(both)  # type: ignore[union-attr]
+        assert isinstance(nowhere, NotFoundError)
+        assert nowhere.field == "code"
+        assert isinstance(ada, Answered)
+        assert exported(client, code) == [("Ada", first.id, right)]

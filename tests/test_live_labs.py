@@ -131,6 +131,76 @@ def test_the_class_picture_is_the_definitions_exactly(client: TestClient) -> Non
     assert [int(node(str(r), "[data-value='rank-mean']").get_text()) for r in rows] == want["rank"]
     assert number(value("median-global")) == want["median_g"]
     assert number(value("median-rank-mean")) == want["median_rank"]
+    # Each bar's length (0 to 100): the largest count of either rule is 100, the others in
+    # proportion to it, rounded.
+    most = max(want["global"] + want["rank"])
+    for rule, counts in (("global", want["global"]), ("rank", want["rank"])):
+        lengths = [int(node(str(r), f".live-labs-{rule} rect")["width"]) for r in rows]
+        assert lengths == [round(100 * Fraction(count, most)) for count in counts]
+
+
+def test_the_words_under_the_counts_say_who_has_no_state_and_where_the_rules_differ(
+    client: TestClient,
+) -> None:
+    """The sentence under the picture's counts, as students join and send their states; and no
+    count of students at the state sent while none was sent (not even of those without one)."""
+    code = start_class(client)
+
+    def labs() -> BeautifulSoup:
+        return node(client.get(f"/class/{code}/host").text, "#class-labs")
+
+    def words() -> str:
+        return node(str(labs()), "[data-labs='words']").get_text()
+
+    def counts() -> str:
+        return node(str(labs()), "[data-labs='summary']").get_text()
+
+    def share(pupil: TestClient, counts: list[str]) -> None:
+        sent = pupil.post(
+            f"/class/{code}/share", content=lab_form(counts, ["1", "3"]), headers=FORM
+        )
+        assert sent.status_code == 200
+
+    assert words() == "No one has joined yet."
+    ada = student(client, code, "Ada")
+    assert words() == "None of the 1 student has a lab state yet."
+    assert counts() == "0 of 1 exploring · 0 with unequal counts"  # none at a state never sent
+    bo = student(client, code, "Bo")
+    assert words() == "None of the 2 students has a lab state yet."
+    share(ada, ["4", "4"])
+    assert words() == "Every state has equal counts on its ranks: both rules give the same w_new."
+    share(bo, ["2", "6"])
+    assert words() == (
+        "1 of the 2 states has unequal counts on its ranks: there the plain rank mean can miss g."
+    )
+    share(student(client, code, "Cy"), ["3", "1"])
+    assert words() == (
+        "2 of the 3 states have unequal counts on their ranks: there the plain rank mean can"
+        " miss g."
+    )
+    share(ada, ["5", "4"])
+    assert words() == (
+        "Every state has unequal counts on its ranks: there the plain rank mean can miss g."
+    )
+    assert counts() == "3 of 3 exploring · 3 with unequal counts"
+
+
+def test_a_state_too_long_to_keep_in_the_cache_is_counted_all_the_same(
+    client: TestClient,
+) -> None:
+    """A state of many ranks and digits (longer as a link than the states the server keeps
+    reduced, but within a shared state's limit) is in the picture like any other."""
+    code = start_class(client)
+    counts = [str(999_999_999_999 - k) for k in range(64)]
+    means = [f"-{k}.{k:015d}" for k in range(64)]
+    long = student(client, code, "Ada")
+    sent = long.post(f"/class/{code}/share", content=lab_form(counts, means), headers=FORM)
+    assert sent.status_code == 200
+    labs = node(client.get(f"/class/{code}/host").text, "#class-labs")
+    assert node(str(labs), "[data-value='states']").get_text() == "1"
+    want = reference([(counts, means)], Fraction(1, 10), Fraction(10))["median_g"]
+    shown = number(node(str(labs), "[data-value='median-global']").get_text())
+    assert abs(shown - want) < Fraction(1, 100)  # as the page rounds it
 
 
 def test_a_refused_state_names_its_field_and_keeps_what_was_typed(client: TestClient) -> None:

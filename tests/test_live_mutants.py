@@ -5,7 +5,9 @@ a class (app/live/access.py)."""
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import socket
 import sqlite3
 import stat
 import threading
@@ -22,12 +24,24 @@ from alembic.script import ScriptDirectory
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from sqlalchemy import event
+from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from app.live import lifecycle
 from app.live.access import ParticipantKey, host_cookie, screen_cookie, student_cookie
 from app.live.codes import new_code, read_code
+from app.live.database import (
+    BACKOFF_FIRST_S,
+    BACKOFF_MAX_S,
+    RETRY_AFTER_S,
+    SharedKeyError,
+    backoff,
+    connect_args,
+    engine_url,
+    reachable,
+    unreachable,
+)
 from app.live.deps import stream_turn
 from app.live.drags import LOOKUP_BATCH
 from app.live.guesses import MAX_CLIENTS, Guesses, TooManyGuessesError
@@ -42,7 +56,9 @@ from app.live.lifecycle import migrate_now, purge_now
 from app.live.store import SQLITE_FILE, UNJOINED_HOURS
 from app.live.streams import OPENING_PER_CLIENT, Held, Streams, Turn
 from app.main import create_app
+from app.settings import Settings
 from app.web.server import CONNECTION_SCOPE_KEY
+from bench._stores import Postgres
 from tests.conftest import INSTRUCTOR_PASSWORD, ROOT
 from tests.test_listeners import wait_for
 from tests.test_live import (
@@ -943,3 +959,215 @@ def test_a_student_behind_more_states_than_one_lookup_takes_is_written_too(
         assert shared() == queries[0]  # at the same moment: not after it, not written
         host.portal.call(as_the_instructor_sends, 1)
         assert shared() == queries[1]
+
+
+# ---- the database setting (app/live/database.py) ------------------------------------------
+
+
+def test_a_configured_database_is_read_by_its_driver_and_none_is_sqlite_in_the_data_folder(
+    tmp_path: Path,
+) -> None:
+    """PostgreSQL's URL as PostgreSQL and hosts write it (any of its three spellings) is read
+    by asyncpg, whatever the rest holds; no setting is SQLite in the file given; any other
+    URL is kept as given."""
+    file = tmp_path / "data" / SQLITE_FILE
+    assert engine_url("", file) == f"sqlite+aiosqlite:///{file}"
+    rest = "ada:p%3A%2F%2Fw@db.example:5432/atlas?sslmode=require&note=a://b"
+    for scheme in ("postgresql", "postgres", "postgresql+asyncpg"):
+        assert engine_url(f"{scheme}://{rest}", file) == f"postgresql+asyncpg://{rest}"
+    elsewhere = f"sqlite+aiosqlite:///{tmp_path / 'elsewhere.sqlite3'}"
+    assert engine_url(elsewhere, file) == elsewhere
+
+
+@pytest.mark.parametrize(
+    ("key", "password", "named"),
+    [
+        ("", "", "set ATLAS_SECRET_KEY and ATLAS_INSTRUCTOR_PASSWORD, the same on every replica"),
+        (KEY, "", "set ATLAS_INSTRUCTOR_PASSWORD, the same on every replica"),
+        ("", INSTRUCTOR_PASSWORD, "set ATLAS_SECRET_KEY, the same on every replica"),
+    ],
+    ids=["neither", "no-password", "no-key"],
+)
+def test_a_shared_database_refuses_to_start_without_each_shared_setting_naming_those_missing(
+    tmp_path: Path, key: str, password: str, named: str
+) -> None:
+    """Replicas share PostgreSQL: without the key or the password configured the server does
+    not start, and says which (the refusal in full); with both it starts (no database is
+    reached before serving), and SQLite needs neither."""
+    for scheme in ("postgresql", "postgres", "postgresql+asyncpg"):
+        settings = Settings(
+            data_dir=tmp_path / "data",
+            database_url=f"{scheme}://ada@127.0.0.1:1/atlas",
+            secret_key=key,
+            instructor_password=password,
+            confirm_enabled=False,
+        )
+        with pytest.raises(SharedKeyError) as refused:
+            create_app(settings)
+        assert str(refused.value) == (
+            "ATLAS_DATABASE_URL names PostgreSQL, which several replicas share: "
+            + named
+            + ", so that a cookie signed by one replica is accepted by the others and one"
+            " password starts a class on any (e.g. ATLAS_SECRET_KEY=$(python3 -c"
+            " 'import secrets; print(secrets.token_urlsafe(32))'))"
+        )
+        both = settings.model_copy(
+            update={"secret_key": KEY, "instructor_password": INSTRUCTOR_PASSWORD}
+        )
+        assert create_app(both).state.settings.database_url == settings.database_url
+    create_app(
+        Settings(
+            data_dir=tmp_path / "data", secret_key="", instructor_password="", confirm_enabled=False
+        )
+    )
+
+
+def test_a_database_server_that_never_answers_is_given_up_on_at_start(tmp_path: Path) -> None:
+    """A PostgreSQL address whose server takes the connection and never answers: the server's
+    start fails within the connection's timeout (seconds), not asyncpg's minute."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # the kernel takes the connections
+        port = silent.getsockname()[1]
+        settings = settings_for(
+            tmp_path / "data",
+            database_url=f"postgresql://ada@127.0.0.1:{port}/atlas",
+            instructor_password=INSTRUCTOR_PASSWORD,
+        )
+        with pytest.raises(TimeoutError), TestClient(create_app(settings)):
+            pass
+
+
+def test_a_page_read_while_the_database_fails_is_503_saying_when_to_try_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A page (GET) that meets a database that cannot be reached (an operational error: here
+    its table of classes is gone) answers 503 with when to try again, in its header and its
+    words, which say nothing of anything unsaved, and logs the request that met it."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as client:
+        code = start_class(client)
+        pupil = student(client, code, "Ada")
+        with sqlite3.connect(tmp_path / "data" / SQLITE_FILE) as db:
+            db.execute("PRAGMA foreign_keys=off")
+            db.execute("DROP TABLE live_classes")
+        with caplog.at_level(logging.WARNING, logger="atlas"):
+            page = pupil.get(f"/class/{code}")
+        assert page.status_code == 503
+        assert page.text == (
+            "The class's database cannot be reached just now."
+            f" Try again in {RETRY_AFTER_S} seconds."
+        )
+        assert page.headers["Retry-After"] == str(RETRY_AFTER_S)
+        assert page.headers["Cache-Control"] == "no-store"
+        logged = [record.getMessage() for record in caplog.records if record.name == "atlas"]
+        assert len(logged) == 1
+        assert logged[0].startswith(f"database unreachable for GET /class/{code}: ")
+        assert "no such table: live_classes" in logged[0]  # the error met
+        sent = pupil.post(f"/class/{code}/answer", data={"choice": "1"})
+        assert sent.status_code == 503
+        assert sent.text == (
+            "The class's database cannot be reached just now, so what you sent was not saved."
+            f" Try again in {RETRY_AFTER_S} seconds."
+        )
+
+
+def test_retries_at_a_database_that_is_away_come_soon_then_doubling_to_a_ceiling() -> None:
+    waits = [backoff(attempt) for attempt in range(12)]
+    assert waits[0] == BACKOFF_FIRST_S
+    for before, after in itertools.pairwise(waits):
+        assert after == min(2 * before, BACKOFF_MAX_S)
+    assert waits[-1] == BACKOFF_MAX_S
+    assert all(isinstance(wait, float) for wait in waits)
+
+
+def test_the_health_check_says_whether_the_database_answers(tmp_path: Path) -> None:
+    """A database that answers is reachable; a server that refuses the connection, or takes it
+    and never answers (given up on within seconds), is not."""
+
+    async def check(url: str) -> bool:
+        engine = create_async_engine(url)
+        try:
+            return await reachable(engine)
+        finally:
+            await engine.dispose()
+
+    assert asyncio.run(check(f"sqlite+aiosqlite:///{tmp_path / 'here.sqlite3'}"))
+    with socket.create_server(("127.0.0.1", 0)) as closed:
+        refusing = closed.getsockname()[1]
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        for port in (refusing, silent.getsockname()[1]):
+            assert not asyncio.run(check(f"postgresql+asyncpg://ada@127.0.0.1:{port}/atlas"))
+
+
+def test_a_postgresql_refusing_more_connections_is_away_for_now_not_an_error(
+    private_postgres: Postgres, tmp_path: Path
+) -> None:
+    """PostgreSQL refusing a connection because too many are open (here its role may open
+    none: ``too many connections for role``, asyncpg's ``TooManyConnectionsError``) is the
+    database away for now: the health check says it does not answer, and the error is judged
+    unreachable (which the app answers 503 with when to try again, not 500)."""
+    private_postgres.psql("CREATE ROLE crowded LOGIN CONNECTION LIMIT 0")
+    database = private_postgres.create_database()
+    url = engine_url(database.replace("://postgres@", "://crowded@"), tmp_path / SQLITE_FILE)
+
+    async def check() -> tuple[bool, Exception]:
+        engine = create_async_engine(url, connect_args=connect_args(url))
+        try:
+            health = await reachable(engine)
+            try:
+                async with engine.connect():
+                    pass
+            except Exception as error:
+                return health, error
+            raise AssertionError("the role connected")
+        finally:
+            await engine.dispose()
+
+    health, error = asyncio.run(check())
+    assert health is False
+    assert "too many connections for role" in str(error)
+    assert unreachable(error)
+
+
+# ---- the class's pages (app/live/pages.py) ---------------------------------------------------
+
+
+def test_the_projector_says_the_classs_state_and_where_to_join_it(tmp_path: Path) -> None:
+    """The projector's page, while joining is open: the class's state in words, how many
+    joined, and the join address (absolute, at the address the page was asked at) with the code
+    and its QR; none of these ways to join once joining is locked or the class has ended."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+        code = start_class(host)
+        student(host, code, "Ada")
+        screen = BeautifulSoup(host.get(f"/class/{code}/screen").text, "html.parser")
+        state = screen.select_one(".live-screen-status > span")
+        assert state is not None
+        assert state.get_text() == "No question asked yet."
+        joined = screen.select_one(".live-screen-joined")
+        assert joined is not None
+        assert joined.get_text(" ", strip=True) == "1 joined"
+        address = screen.select_one(".live-screen-url")
+        assert address is not None
+        assert address.get_text() == f"http://testserver/join/{code}"
+        shown = screen.select_one("#join-code")
+        assert shown is not None
+        assert shown.get_text() == code
+        assert screen.select_one("#join-qr svg") is not None  # the same address to scan
+        # Joining locked, or the class ended (unlocked): no way to join is shown.
+        for action in ("lock", "unlock", "end"):
+            assert host.post(f"/class/{code}/{action}").is_success
+            screen = BeautifulSoup(host.get(f"/class/{code}/screen").text, "html.parser")
+            assert (screen.select_one(".live-screen-join") is None) == (action != "unlock")
+        state = screen.select_one(".live-screen-status > span")
+        assert state is not None
+        assert state.get_text() == "This class has ended: no one can join or answer."
+
+
+def test_the_dashboards_stream_swaps_the_lab_picture_in_out_of_band(tmp_path: Path) -> None:
+    """The dashboard's stream sends the picture of the class's lab states as an out-of-band
+    swap of ``#class-labs`` (htmx replaces the section where it is), like its other parts."""
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+        code = start_class(host)
+        with host.stream("GET", f"/class/{code}/events?view=host") as response:
+            first = next_event(events(response), lambda e: e.name == "host", "the dashboard")
+        labs = BeautifulSoup(first.data, "html.parser").select_one("#class-labs")
+        assert labs is not None
+        assert labs["hx-swap-oob"] == "outerHTML"

@@ -33,7 +33,9 @@ RETRY_AFTER_S = 5
 BACKOFF_FIRST_S = 0.1
 BACKOFF_MAX_S = 2.0
 # What the drivers raise when the database is away (asyncpg raises its connection errors and
-# the socket's own unwrapped while connecting; SQLAlchemy wraps the rest in DBAPIError).
+# the socket's own unwrapped while connecting; SQLAlchemy wraps the rest in DBAPIError, and
+# asyncpg's server errors, such as too many connections, in an emulated DBAPI error first:
+# its ``driver_exception`` is asyncpg's).
 AWAY: tuple[type[Exception], ...] = (
     ConnectionError,
     TimeoutError,
@@ -105,7 +107,7 @@ def unreachable(error: BaseException) -> bool:
         return (
             error.connection_invalidated
             or isinstance(error, OperationalError | InterfaceError)
-            or (error.orig is not None and unreachable(error.orig))
+            or (error.orig is not None and unreachable(error.driver_exception))
         )
     return False
 

@@ -72,40 +72,32 @@ class ClassLabs:
     bins: tuple[Bin, ...]
     median_global: str
     median_rank_mean: str
-    summary: str
-    unequal_words: str
+    words: str  # the sentence under the counts
 
 
 def _plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-def _words(picture: ClassStates, joined: int, at_sent: int, sent: bool) -> tuple[str, str]:
+def _words(picture: ClassStates, joined: int) -> str:
+    """The sentence under the counts: who has no state yet, else where the rules differ."""
     if not joined:
-        return "No one has joined yet.", ""
+        return "No one has joined yet."
     if not picture.states:
-        return f"None of the {_plural(joined, 'student', 'students')} has a lab state yet.", ""
-    exploring = (
-        f"{_plural(picture.states, 'student', 'students')} of {joined} "
-        f"{'is' if picture.states == 1 else 'are'} exploring the lab"
-    )
-    if sent:
-        exploring += f"; {at_sent} at the state sent to everyone"
+        return f"None of the {_plural(joined, 'student', 'students')} has a lab state yet."
     if picture.unequal == 0:
-        unequal = "Every state has equal counts on its ranks: both rules give the same w_new."
-    elif picture.unequal == picture.states:
-        unequal = (
-            "Every state has unequal counts on its ranks: there the plain rank mean can miss g."
+        return "Every state has equal counts on its ranks: both rules give the same w_new."
+    if picture.unequal == picture.states:
+        return "Every state has unequal counts on its ranks: there the plain rank mean can miss g."
+    if picture.unequal == 1:
+        return (
+            f"1 of the {picture.states} states has unequal counts on its ranks: there the plain"
+            " rank mean can miss g."
         )
-    else:
-        unequal = (
-            f"{picture.unequal} of the {picture.states} states have unequal counts on their"
-            " ranks: there the plain rank mean can miss g."
-            if picture.unequal > 1
-            else f"1 of the {picture.states} states has unequal counts on its ranks: there the"
-            " plain rank mean can miss g."
-        )
-    return exploring + ".", unequal
+    return (
+        f"{picture.unequal} of the {picture.states} states have unequal counts on their ranks:"
+        " there the plain rank mean can miss g."
+    )
 
 
 def _length(count: int, most: int) -> int:
@@ -145,7 +137,6 @@ def class_labs(snapshot: Snapshot) -> ClassLabs:
             zip(picture.global_counts, picture.rank_mean_counts, strict=True)
         )
     )
-    summary, unequal_words = _words(picture, len(snapshot.students), at_sent, bool(sent))
     return ClassLabs(
         joined=len(snapshot.students),
         states=picture.states,
@@ -154,8 +145,7 @@ def class_labs(snapshot: Snapshot) -> ClassLabs:
         bins=bins,
         median_global=_text(picture.median_global),
         median_rank_mean=_text(picture.median_rank_mean),
-        summary=summary,
-        unequal_words=unequal_words,
+        words=_words(picture, len(snapshot.students)),
     )
 
 
