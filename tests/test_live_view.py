@@ -234,6 +234,7 @@ def test_two_votes_say_which_vote_each_answer_and_how_the_votes_moved(
         "Bo": ("none → none", "no answers yet"),
     }
     # The shift, on the dashboard as soon as vote 2 opens.
+    assert roster_rows(client.get(f"/class/{code}/students").text) == roster_rows(host)
     assert said(host, ".live-shift-summary") == (
         "Right: 0 of 1 right (0 %) in vote 1, no answers in vote 2. No one answered both votes."
     )
@@ -320,9 +321,11 @@ def test_the_rosters_captions_and_counts_for_no_one_one_and_many(client: TestCli
         "answered": "1 answered",
         "shared": "0 shared a lab state",
     }
+    assert roster_rows(client.get(f"{roster}?show=shared").text) == {}
     for kind, listed in (("waiting", "Bo"), ("answered", "Ada"), ("all", "Ada Bo")):
         page = client.get(f"{roster}?show={kind}").text
         assert " ".join(roster_rows(page)) == listed, kind
+        assert roster_rows(page) == {name: roster_rows(host)[name] for name in listed.split()}
         expected = "1 of 2 students" if kind != "all" else "2 of 2 students"
         assert caption(page) == f"{expected}, in the order they joined.", kind
         assert shown_counts(page) == shown_counts(host)
@@ -335,6 +338,7 @@ def test_the_rosters_captions_and_counts_for_no_one_one_and_many(client: TestCli
     )
     assert list(roster_rows(host)) == ["Ada", "Bo"]
     assert shown_counts(host)["shared"] == "1 shared a lab state"
+    assert list(roster_rows(client.get(f"{roster}?show=shared").text)) == ["Ada"]
     answer(bo, code, WRONG[0])
     host = dashboard(client, code)
     assert caption(host) == "All 2 students: who shared a lab state, then the others; newest first."
