@@ -201,6 +201,14 @@ def roster_rows(html: str) -> dict[str, tuple[str, str]]:
     }
 
 
+def shift_widths(html: str) -> dict[int, tuple[str, ...]]:
+    """The shift's bars: each option's widths in vote 1 and vote 2 on a track of 100."""
+    return {
+        int(str(row["data-option"])): tuple(str(rect["width"]) for rect in row.select("rect"))
+        for row in soup(html).select("#shift [data-option]")
+    }
+
+
 def test_two_votes_say_which_vote_each_answer_and_how_the_votes_moved(
     client: TestClient,
 ) -> None:
@@ -238,6 +246,21 @@ def test_two_votes_say_which_vote_each_answer_and_how_the_votes_moved(
     assert said(host, ".live-shift-summary") == (
         "Right: 0 of 1 right (0 %) in vote 1, no answers in vote 2. No one answered both votes."
     )
+    # Each option's row: its words as the students read them, the answer marked; the bars on
+    # one scale, the longest (a single answer) spanning the track.
+    options = [
+        words(label)
+        for label in soup(page).select("#class-question fieldset:not(.live-confidence) label")
+    ]
+    rows = soup(host).select("#shift [data-option]")
+    assert [said(str(row), ".live-bar-label") for row in rows] == [
+        f"{n}. {text}" + (" (the answer)" if n == RIGHT else "")
+        for n, text in zip((n for n, _ in FIRST.choices), options, strict=True)
+    ]
+    assert [n for n, _ in FIRST.choices if n == RIGHT] == [
+        int(str(row["data-option"])) for row in soup(host).select("#shift .live-shift-correct")
+    ]
+    assert shift_widths(host)[WRONG[0]] == ("100.00", "0.00")
     answer(bo, code, RIGHT, vote=2)
     host = dashboard(client, code)
     assert roster_rows(host)["Bo"] == (f"none → option {RIGHT}", "no answers yet")
@@ -253,11 +276,7 @@ def test_two_votes_say_which_vote_each_answer_and_how_the_votes_moved(
         " Of 1 student who answered both votes, 1 moved to the answer and 0 away from it."
     )
     # The bars of both votes on one scale: the longest (2 answers) spans the track.
-    widths = {
-        int(str(row["data-option"])): tuple(str(rect["width"]) for rect in row.select("rect"))
-        for row in soup(host).select("#shift [data-option]")
-    }
-    assert widths == {
+    assert shift_widths(host) == {
         WRONG[0]: ("50.00", "0.00"),
         RIGHT: ("0.00", "100.00"),
         WRONG[1]: ("0.00", "0.00"),
