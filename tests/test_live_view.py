@@ -289,6 +289,23 @@ def test_two_votes_say_which_vote_each_answer_and_how_the_votes_moved(
     assert soup(page).select_one("#class-question button") is None
 
 
+def test_students_who_keep_their_answer_moved_neither_way(client: TestClient) -> None:
+    code = start_class(client)
+    ada, bo = student(client, code, "Ada"), student(client, code, "Bo")
+    client.post(f"/class/{code}/ask", data={"question": FIRST.id, "rounds": "2"})
+    answer(ada, code, RIGHT)
+    answer(bo, code, WRONG[0])
+    client.post(f"/class/{code}/revote")
+    answer(ada, code, RIGHT, vote=2)  # right both times
+    answer(bo, code, WRONG[1], vote=2)  # wrong both times, though not the same wrong option
+    client.post(f"/class/{code}/reveal")
+    for html in (dashboard(client, code), screen(client, code)):
+        assert said(html, ".live-shift-summary") == (
+            "Right: 1 of 2 right (50 %) in vote 1, 1 of 2 right (50 %) in vote 2."
+            " Of 2 students who answered both votes, 0 moved to the answer and 0 away from it."
+        )
+
+
 def test_the_discussion_timer_says_its_end_and_goes_with_the_reveal_or_the_end(
     client: TestClient,
 ) -> None:
