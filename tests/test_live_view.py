@@ -160,6 +160,7 @@ def test_a_students_note_and_the_class_state_follow_each_phase(client: TestClien
     assert node(page, "input[name=choice][checked]")["value"] == str(WRONG[0])
     assert node(page, "input[name=confidence][checked]")["value"] == "unsure"
     assert said(page, "#class-question button") == "Change my answer"
+    assert soup(page).select_one("[data-first]") is None  # a first answer only during vote 2
     assert said(bo.get(f"/class/{code}").text, ".live-note") == "Choose one answer."
 
     client.post(f"/class/{code}/pause")
