@@ -237,6 +237,13 @@ def test_two_votes_say_which_vote_each_answer_and_how_the_votes_moved(
     assert node(page, "[data-first]")["data-first"] == str(WRONG[0])
     assert soup(page).select_one("input[name=choice][checked]") is None
     assert note(bo, code) == "You did not answer vote 1. Answer vote 2, after talking it over."
+    # Vote 2 is what is answered now: no one has answered it yet.
+    assert shown_counts(host) == {
+        "all": "2 joined",
+        "waiting": "2 not answered yet",
+        "answered": "0 answered",
+        "shared": "0 shared a lab state",
+    }
     # Each row: vote 1 → vote 2; right so far counts vote 1 alone.
     assert roster_rows(host) == {
         "Ada": (f"option {WRONG[0]} → none", "0 of 1 correct"),
@@ -265,6 +272,11 @@ def test_two_votes_say_which_vote_each_answer_and_how_the_votes_moved(
     answer(bo, code, RIGHT, vote=2)
     host = dashboard(client, code)
     assert roster_rows(host)["Bo"] == (f"none → option {RIGHT}", "no answers yet")
+    # Bo has answered vote 2, Ada not yet: she is listed first, as waiting.
+    assert list(roster_rows(host)) == ["Ada", "Bo"]
+    assert caption(host) == "All 2 students: who has not answered, then the others; newest first."
+    assert list(roster_rows(client.get(f"/class/{code}/students?show=answered").text)) == ["Bo"]
+    assert list(roster_rows(client.get(f"/class/{code}/students?show=waiting").text)) == ["Ada"]
     assert said(host, ".live-shift-summary") == (
         "Right: 0 of 1 right (0 %) in vote 1, 1 of 1 right (100 %) in vote 2."
         " No one answered both votes."
