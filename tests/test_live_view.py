@@ -319,7 +319,7 @@ def test_students_who_keep_their_answer_moved_neither_way(client: TestClient) ->
         )
 
 
-def test_the_discussion_timer_says_its_end_and_goes_with_the_reveal_or_the_end(
+def test_the_discussion_timer_says_its_end_and_goes_when_the_class_ends(
     client: TestClient,
 ) -> None:
     code = start_class(client)
