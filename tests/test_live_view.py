@@ -411,3 +411,25 @@ def test_the_rosters_captions_and_counts_for_no_one_one_and_many(client: TestCli
     )
     assert client.get(f"{roster}?page=0").status_code == 422
     assert client.get(f"{roster}?page=1").status_code == 200
+
+
+def test_the_dashboards_link_opens_the_state_sent_in_the_lab(client: TestClient) -> None:
+    code = start_class(client)
+    state = {"counts": "2,6", "means": "1,3", "eta": "0.1", "w": "10"}
+    assert client.post(f"/class/{code}/lab", data=state).status_code == 200
+    link = [
+        a for a in soup(dashboard(client, code)).select("a") if words(a) == "Open it in the lab"
+    ]
+    assert len(link) == 1
+    href = str(link[0]["href"])
+    assert href.endswith("#lab")  # the lab itself, not the top of the lesson
+    lab = node(client.get(href).text, "#lab-form")
+    assert [str(i["value"]) for i in lab.select("input[name=counts]")] == ["2", "6"]
+    assert [str(i["value"]) for i in lab.select("input[name=means]")] == ["1", "3"]
+    assert (
+        node(str(lab), "input[name=eta]")["value"],
+        node(str(lab), "input[name=w]")["value"],
+    ) == (
+        "0.1",
+        "10",
+    )
