@@ -214,6 +214,49 @@ def test_a_student_removed_between_the_read_and_the_write_fails_no_other_answer(
         assert exported(client, code) == [("Ada", first.id, right)]
 
 
+def test_a_student_removed_before_their_refusals_page_is_read_fails_no_other_answer(
+    data_dir: Path,  # noqa: F811
+    postgres_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A refused answer stores no row, so nothing holds its student: on PostgreSQL a host may
+    remove that student after the answers' transaction judged them and before it reads their
+    page for the reply. That student gets what a removed student gets (the join form); the
+    other answers of the transaction are stored and acknowledged."""
+    first, second = questions()[:2]
+    with TestClient(create_app(settings_for(data_dir, database_url=postgres_url))) as client:
+        code = start_class(client)
+        student(client, code, "Ada")
+        student(client, code, "Bo")
+        assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+        token = tokens(client)
+        answers: Answers = client.app.state.live_answers  # type: ignore[attr-defined]
+        db: Store = answers.db
+        real = store.save_answers
+        right = str(first.answer_number)
+
+        async def removed_meanwhile(session: Any, rows: Any) -> None:
+            monkeypatch.setattr(store, "save_answers", real)  # once
+            await real(session, rows)  # Ada's row: Bo's answer was refused, it has none
+            async with db.session() as other:  # the host's removal, committed meanwhile
+                await other.execute(delete(Participant).where(Participant.nickname == "Bo"))
+
+        monkeypatch.setattr(store, "save_answers", removed_meanwhile)
+
+        async def both() -> list[Answered]:
+            return await asyncio.gather(
+                answers.give(GivenAnswer(code, token["Ada"], [first.id], [right])),
+                # Not the question asked (409), from a page that asks for its page back.
+                answers.give(GivenAnswer(code, token["Bo"], [second.id], ["1"], page=True)),
+            )
+
+        ada, bo = client.portal.call(both)  # type: ignore[union-attr]
+        assert (ada.error, ada.student) == (None, None)
+        assert ada.student_id is not None
+        assert bo.student_id is None  # removed: the route sends them to the join form
+        assert exported(client, code) == [("Ada", first.id, right)]
+
+
 def test_an_answer_or_a_drag_to_a_code_no_class_can_have_names_no_class(
     app_client: TestClient,  # noqa: F811
 ) -> None:

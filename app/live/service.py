@@ -524,7 +524,9 @@ class LiveService:
         given: Sequence[GivenAnswer],
         outcomes: list[Answered | NotFoundError],
     ) -> list[Answered | NotFoundError]:
-        """The outcomes, each refused one and each whose reply is the page with its student."""
+        """The outcomes, each refused one and each whose reply is the page with its student. A
+        refused answer stores no row, so nothing holds its student meanwhile: one removed since
+        it was judged is answered as removed (the join form), and fails no other answer."""
         shown: list[tuple[int, Answered, int]] = []  # (place, outcome, student)
         for place, (answer, outcome) in enumerate(zip(given, outcomes, strict=True)):
             if (
@@ -540,7 +542,10 @@ class LiveService:
         for class_id, ids in by_class.items():
             students.update(_students(await store.roster(session, class_id, ids)))
         for place, outcome, who in shown:
-            outcomes[place] = outcome._replace(student=students[who])
+            page = students.get(who)
+            outcomes[place] = (
+                Answered(outcome.live, None) if page is None else outcome._replace(student=page)
+            )
         return outcomes
 
     async def share_own_lab(
