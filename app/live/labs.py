@@ -20,6 +20,7 @@ from app.lab.compute import gradient
 from app.lab.numbers import fmt
 from app.lab.query import parse_lab
 from app.live.service import Snapshot
+from app.live.view import plural
 
 # The cache of results by query: a slider's state is about 60 characters and its result under
 # 2 KB; only states of up to CACHED_QUERY_CHARS are kept (a longer one, an items state of many
@@ -75,16 +76,12 @@ class ClassLabs:
     words: str  # the sentence under the counts
 
 
-def _plural(count: int, one: str, many: str) -> str:
-    return f"{count} {one if count == 1 else many}"
-
-
 def _words(picture: ClassStates, joined: int) -> str:
     """The sentence under the counts: who has no state yet, else where the rules differ."""
     if not joined:
         return "No one has joined yet."
     if not picture.states:
-        return f"None of the {_plural(joined, 'student', 'students')} has a lab state yet."
+        return f"None of the {plural(joined, 'student')} has a lab state yet."
     if picture.unequal == 0:
         return "Every state has equal counts on its ranks: both rules give the same w_new."
     if picture.unequal == picture.states:
