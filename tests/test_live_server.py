@@ -49,9 +49,10 @@ def serving(tmp_path: Path, workers: int) -> Iterator[Server]:
         stop(server)
 
 
-@pytest.fixture
-def one_worker(tmp_path: Path) -> Iterator[Server]:
-    yield from serving(tmp_path, 1)
+@pytest.fixture(scope="module")
+def one_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server for the tests that leave it running; each starts a class of its own."""
+    yield from serving(tmp_path_factory.mktemp("one-worker"), 1)
 
 
 @pytest.fixture
