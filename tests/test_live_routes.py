@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from tests import test_live
-from tests.test_live import settings_for
+from tests.test_live import node, questions, settings_for, soup, start_class, student, words
 
 data_dir = test_live.data_dir
 
@@ -29,3 +29,62 @@ def test_a_form_address_answers_another_method_405_naming_get_and_post(
         answered = client.request(method, address)
         assert answered.status_code == 405, (method, answered.text[:200])
         assert answered.headers["allow"] == "GET, POST"
+
+
+def test_the_pacing_controls_are_documented_each_with_its_own_words_and_answers(
+    client: TestClient,
+) -> None:
+    """Pause, resume and reveal are made by one function (``_phase_route``); each is its own
+    operation in the schema (/docs), with its own description and the answers a post has."""
+    schema = client.get("/openapi.json").json()
+    said = {
+        "pause": "Pause answering the current question.",
+        "resume": "Open answering the current question again.",
+        "reveal": "Reveal the answer and the distribution; answers are refused after it (409).",
+    }
+    for action, description in said.items():
+        operation = schema["paths"][f"/class/{{code}}/{action}"]["post"]
+        assert operation["summary"] == f"Class {action.title()}"
+        assert operation["description"] == description
+        assert {"303", "403", "404", "409", "422", "429"} <= operation["responses"].keys()
+
+
+HTMX = {"HX-Request": "true"}
+
+
+def test_a_pacing_control_sent_by_htmx_answers_the_dashboards_parts_as_its_post_left_them(
+    client: TestClient,
+) -> None:
+    """Sent by htmx, a pause, a resume or a reveal answers the dashboard's live parts as its
+    transaction left them, each an out-of-band swap of its element, and no reason; without
+    JavaScript, 303 back to the dashboard."""
+    code = start_class(client)
+    student(client, code, "Ada")
+    first = questions()[0]
+    assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+    states = {
+        "pause": "Question 1: Answering is paused.",
+        "resume": "Question 1: Answering is open.",
+        "reveal": "Question 1: The answer is revealed; answering is closed.",
+    }
+    for action, state in states.items():
+        done = client.post(f"/class/{code}/{action}", headers=HTMX)
+        assert done.status_code == 200, action
+        parts = soup(done.text)
+        assert parts.select_one(".live-error") is None
+        swapped = [(div["id"], div["hx-swap-oob"]) for div in parts.select("[hx-swap-oob]")]
+        assert swapped == [
+            ("host-now", "innerHTML"),
+            ("host-counts", "innerHTML"),
+            ("host-roster", "innerHTML"),
+            ("host-labs", "innerHTML"),
+        ], action
+        assert words(node(done.text, "#host-now .live-state")) == state
+        assert words(node(done.text, "#host-counts")).startswith("1 joined 1 not answered yet")
+        assert words(node(client.get(f"/class/{code}/host").text, ".live-state")) == state
+    plain = client.post(f"/class/{code}/pause", follow_redirects=False)
+    assert plain.status_code == 409  # revealed: nothing to pause
+    assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+    plain = client.post(f"/class/{code}/pause", follow_redirects=False)
+    assert plain.status_code == 303
+    assert plain.headers["location"] == f"/class/{code}/host"
