@@ -88,3 +88,48 @@ def test_a_pacing_control_sent_by_htmx_answers_the_dashboards_parts_as_its_post_
     plain = client.post(f"/class/{code}/pause", follow_redirects=False)
     assert plain.status_code == 303
     assert plain.headers["location"] == f"/class/{code}/host"
+
+
+app_client = test_live.app_client
+backend = test_live.backend
+
+# What a form may send for a student's id that is no id: words, nothing, digits of another
+# script, a sign, a fraction, and numbers past the ids' column (32 bits on PostgreSQL).
+NO_IDS = ["abc", "", " ", "\uff11\uff12", "-1", "1.5", "2147483648", "99999999999", "999999999999"]
+
+
+@pytest.mark.parametrize("value", NO_IDS)
+def test_a_student_named_by_no_id_is_refused_naming_the_field_on_either_database(
+    app_client: TestClient, value: str
+) -> None:
+    """Removing or letting back in a student the form names by no id is refused beside the
+    field (422), never a 500; the projector is cleared by it, as by no student."""
+    code = start_class(app_client)
+    told = {
+        "participant": "Name the student to remove.",
+        "removed": "Name the removed student to let back in.",
+    }
+    for action, field in (("remove", "participant"), ("readmit", "removed")):
+        refused = app_client.post(f"/class/{code}/{action}", data={field: value})
+        assert refused.status_code == 422, (action, refused.text[:300])
+        assert words(node(refused.text, "#host-error")) == told[field]
+    cleared = app_client.post(
+        f"/class/{code}/project", data={"participant": value}, follow_redirects=False
+    )
+    assert cleared.status_code == 303, cleared.text[:300]
+
+
+def test_a_students_id_that_no_student_has_is_refused_as_no_such_student(
+    client: TestClient,
+) -> None:
+    code = start_class(client)
+    student(client, code, "Ada")
+    for action, field, told in (
+        ("remove", "participant", "No such student in this class."),
+        ("readmit", "removed", "No such removed student in this class."),
+        ("project", "participant", "That student has shared no lab state."),
+    ):
+        for value in ("2147483647", " 99 "):
+            refused = client.post(f"/class/{code}/{action}", data={field: value})
+            assert refused.status_code == 422, (action, value)
+            assert words(node(refused.text, "#host-error")) == told
