@@ -10,7 +10,16 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from tests import test_live
-from tests.test_live import node, questions, settings_for, soup, start_class, student, words
+from tests.test_live import (
+    node,
+    other_browser,
+    questions,
+    settings_for,
+    soup,
+    start_class,
+    student,
+    words,
+)
 
 data_dir = test_live.data_dir
 
@@ -133,3 +142,26 @@ def test_a_students_id_that_no_student_has_is_refused_as_no_such_student(
             refused = client.post(f"/class/{code}/{action}", data={field: value})
             assert refused.status_code == 422, (action, value)
             assert words(node(refused.text, "#host-error")) == told
+
+
+def test_the_forms_open_empty_or_with_the_code_of_their_address(client: TestClient) -> None:
+    code = start_class(client)
+    for address, typed in (("/join", ""), (f"/join/{code}", code), (f"/join?code={code}", code)):
+        form = client.get(address)
+        assert form.status_code == 200, address
+        assert form.headers["cache-control"] == "no-store"
+        assert node(form.text, "input#code")["value"] == typed, address
+        assert node(form.text, "input#nickname")["value"] == "", address
+    for address in ("/class/new", f"/class/{code}/key"):
+        form = client.get(address)
+        assert form.status_code == 200, address
+        assert form.headers["cache-control"] == "no-store"
+
+
+def test_a_refusal_of_a_class_page_is_not_stored(client: TestClient) -> None:
+    code = start_class(client)
+    stranger = other_browser(client)
+    for address, status in ((f"/class/{code}/host", 403), ("/class/ZZZZZZ/screen", 404)):
+        refused = stranger.get(address, headers={"Accept": "text/html"})
+        assert refused.status_code == status, address
+        assert refused.headers["cache-control"] == "no-store", address
