@@ -1,10 +1,28 @@
 """How a worker learns that a class changed through another worker (app/live/notify.py): the
-change counter, SQLite's version poll and PostgreSQL's LISTEN. Written for the survivors of its
-mutation run (docs/testing.md, "The live class")."""
+change counter, SQLite's version poll and PostgreSQL's LISTEN, each on a real database (the
+PostgreSQL ones on a private server: left out of the mutation selection by their names, run by
+hand for notify.py's mutants, docs/testing.md "The live class"). Each test waits for what it
+expects (a wake, a log line), never a clock."""
 
 import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TypeVar
 
-from app.live.notify import Signal
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from app.live.notify import Listen, Signal, VersionPoll, source_for
+from app.live.store import LiveClass, Store
+from app.main import create_app
+from tests import test_live
+from tests.test_live import questions, settings_for, start_class
+
+data_dir = test_live.data_dir
+T = TypeVar("T")
+WITHIN_S = 10.0  # how long a test waits for what it expects before it fails
 
 
 def test_a_signal_wakes_its_waiters_once_it_moved_past_what_they_saw() -> None:
@@ -17,7 +35,154 @@ def test_a_signal_wakes_its_waiters_once_it_moved_past_what_they_saw() -> None:
         assert not waiting.done()
         signal.fire()
         assert await waiting == 1
+        second = asyncio.create_task(signal.wait(1))  # a waiter after a fire waits anew
+        await asyncio.sleep(0)
+        assert not second.done()
         signal.fire()
-        assert await signal.wait(1) == 2
+        assert await second == 2
+
+    asyncio.run(scenario())
+
+
+class Woken:
+    """A source's wakes, in order, for a test to wait on (called on the app's loop)."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[list[int]] = asyncio.Queue()
+
+    def __call__(self, classes: Iterable[int]) -> None:
+        self.queue.put_nowait(list(classes))
+
+    async def next(self, wanted: Callable[[list[int]], bool] = bool) -> list[int]:
+        """The next wake ``wanted`` keeps (by default one naming a class)."""
+
+        async def seen() -> list[int]:
+            while not wanted(woken := await self.queue.get()):
+                pass
+            return woken
+
+        return await asyncio.wait_for(seen(), WITHIN_S)
+
+
+@pytest.fixture
+def client(data_dir: Path) -> Iterator[TestClient]:
+    with TestClient(create_app(settings_for(data_dir))) as host:
+        yield host
+
+
+def on_loop(client: TestClient, work: Callable[[], Awaitable[T]]) -> T:
+    return client.portal.call(work)  # type: ignore[union-attr]
+
+
+def class_id(client: TestClient, code: str) -> int:
+    store: Store = client.app.state.live_store  # type: ignore[attr-defined]
+
+    async def read() -> int:
+        async with store.session(write=False) as session:
+            found = await session.execute(select(LiveClass.id).where(LiveClass.code == code))
+            return int(found.scalar_one())
+
+    return on_loop(client, read)
+
+
+def test_the_version_poll_wakes_a_followed_class_first_then_at_each_change_and_its_deletion(
+    client: TestClient,
+) -> None:
+    """Its first poll of a class wakes it (a change made before is not missed); then only a
+    change (the version bumped in the change's transaction) or the class's deletion wakes it;
+    a class no longer followed is forgotten, and woken again at its first poll if followed
+    again."""
+    store: Store = client.app.state.live_store  # type: ignore[attr-defined]
+    code = start_class(client)
+    other = start_class(test_live.other_browser(client))
+    mine, theirs = class_id(client, code), class_id(client, other)
+    followed: list[int] = []
+    woken = Woken()
+    poll = VersionPoll(store, lambda: list(followed), woken)
+    on_loop(client, poll.start)
+    try:
+        assert on_loop(client, poll.ping)
+        # A task of its own, named as asyncio's debugging shows it (the app's poll is the other).
+        assert on_loop(client, _task_names).count("live-version-poll") == 2
+        followed[:] = [mine, theirs]
+        first = on_loop(client, woken.next)
+        assert sorted(first) == sorted([mine, theirs])
+        # Nothing changed: the polls that follow wake no class.
+        assert on_loop(client, lambda: woken.next(lambda ids: True)) == []
+        first_question = questions()[0]
+        asked = client.post(f"/class/{code}/ask", data={"question": first_question.id})
+        assert asked.status_code == 200
+        assert on_loop(client, woken.next) == [mine]
+        followed[:] = [theirs]
+        assert on_loop(client, lambda: woken.next(lambda ids: True)) == []
+        followed[:] = [mine, theirs]  # followed again: its first poll wakes it
+        assert on_loop(client, woken.next) == [mine]
+        assert client.post(f"/class/{code}/delete").status_code == 200
+        assert on_loop(client, woken.next) == [mine]  # deleted: its feed looks and ends
+        assert on_loop(client, lambda: woken.next(lambda ids: True)) == []
+    finally:
+        on_loop(client, poll.stop)
+    assert not on_loop(client, poll.ping)
+    on_loop(client, poll.stop)  # stopped twice: nothing to stop
+    assert on_loop(client, _task_names).count("live-version-poll") == 1
+
+
+async def _task_names() -> list[str]:
+    return [task.get_name() for task in asyncio.all_tasks()]
+
+
+def test_a_poll_that_fails_is_logged_and_the_next_poll_tries_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A database the poll cannot read (here: no table at all) is logged with its error at
+    each poll, and the poll goes on."""
+    failures: list[logging.LogRecord] = []
+
+    async def scenario() -> None:
+        store = Store(f"sqlite+aiosqlite:///{tmp_path / 'empty.sqlite3'}")
+        twice = asyncio.Event()
+
+        class Seen(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                failures.append(record)
+                if len(failures) >= 2:
+                    twice.set()
+
+        handler = Seen(logging.ERROR)
+        logging.getLogger("atlas").addHandler(handler)
+        poll = VersionPoll(store, lambda: [1], Woken())
+        await poll.start()
+        try:
+            await asyncio.wait_for(twice.wait(), WITHIN_S)
+            assert await poll.ping()  # still polling
+        finally:
+            logging.getLogger("atlas").removeHandler(handler)
+            await poll.stop()
+            await store.close()
+
+    asyncio.run(scenario())
+    for record in failures[:2]:
+        assert record.getMessage() == "live class: polling the versions failed"
+        assert record.exc_info is not None
+        assert "live_classes" in str(record.exc_info[1])
+
+
+def test_sqlite_is_polled_and_postgresql_listened_to_with_its_own_driver(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        sqlite = Store(f"sqlite+aiosqlite:///{tmp_path / 'one.sqlite3'}")
+        postgresql = Store("postgresql+asyncpg://atlas:s%40cret@db.example:5433/atlas")
+        try:
+            polled = source_for(sqlite, list, Woken())
+            assert isinstance(polled, VersionPoll)
+            assert polled.store is sqlite
+            listened = source_for(postgresql, list, Woken())
+            assert isinstance(listened, Listen)
+            # asyncpg's own URL: its scheme, the password in full (not hidden as ***).
+            assert listened.dsn == "postgresql://atlas:s%40cret@db.example:5433/atlas"
+        finally:
+            await sqlite.close()
+            await postgresql.close()
 
     asyncio.run(scenario())

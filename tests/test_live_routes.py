@@ -5,6 +5,7 @@ students. Written for the survivors of its mutation run (docs/testing.md, "The l
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -165,3 +166,41 @@ def test_a_refusal_of_a_class_page_is_not_stored(client: TestClient) -> None:
         refused = stranger.get(address, headers={"Accept": "text/html"})
         assert refused.status_code == status, address
         assert refused.headers["cache-control"] == "no-store", address
+
+
+def varies(answer: httpx.Response) -> list[str]:
+    """The request headers an answer says it varies by."""
+    return [name.strip() for name in answer.headers["vary"].split(",")]
+
+
+def test_a_students_page_sent_to_htmx_is_its_live_part_alone_and_varies_by_it(
+    client: TestClient,
+) -> None:
+    """An answer sent by htmx (the page's script) gets back the live part it swaps in, without
+    the page around it or the student's lab; without JavaScript the whole page, with the lab.
+    Both say they vary by ``HX-Request``, so no cache gives one for the other."""
+    code = start_class(client)
+    pupil = student(client, code, "Ada")
+    first = questions()[0]
+    assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+    answer = {"question": first.id, "choice": str(first.answer_number)}
+    part = pupil.post(f"/class/{code}/answer", data=answer, headers=HTMX)
+    assert part.status_code == 200
+    assert "HX-Request" in varies(part)
+    shown = soup(part.text)
+    assert shown.select_one("html") is None
+    assert shown.select_one("#lab") is None
+    assert node(part.text, "#class-question input[name=choice][checked]")["value"] == str(
+        first.answer_number
+    )
+    whole = pupil.get(f"/class/{code}")
+    assert whole.status_code == 200
+    assert "HX-Request" in varies(whole)
+    assert soup(whole.text).select_one("html") is not None
+    assert soup(whole.text).select_one("#lab") is not None
+    # Refused (answering paused), by htmx: the live part with the reason, its status 409.
+    assert client.post(f"/class/{code}/pause").status_code == 200
+    refused = pupil.post(f"/class/{code}/answer", data=answer, headers=HTMX)
+    assert refused.status_code == 409
+    assert soup(refused.text).select_one("html") is None
+    assert node(refused.text, "#class-question .live-error").get_text(strip=True)
