@@ -12,10 +12,10 @@ from typing import TypeVar
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import func, select, text
 
-from app.live.notify import Listen, Signal, VersionPoll, source_for
-from app.live.store import LiveClass, Store
+from app.live.notify import APPLICATION_NAME, Listen, Signal, VersionPoll, source_for
+from app.live.store import NOTIFY_CHANNEL, LiveClass, Store
 from app.main import create_app
 from tests import test_live
 from tests.test_live import questions, settings_for, start_class
@@ -186,3 +186,156 @@ def test_sqlite_is_polled_and_postgresql_listened_to_with_its_own_driver(
             await postgresql.close()
 
     asyncio.run(scenario())
+
+
+class Heard(logging.Handler):
+    """The app's log lines (logger ``atlas``), for a test to wait on one."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self.arrived = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+        self.arrived.set()
+
+    def said(self, level: int) -> list[str]:
+        return [r.getMessage() for r in self.records if r.levelno == level]
+
+    async def until(self, done: Callable[[], bool]) -> None:
+        async def wait() -> None:
+            while not done():
+                self.arrived.clear()
+                await self.arrived.wait()
+
+        await asyncio.wait_for(wait(), WITHIN_S)
+
+
+@pytest.fixture
+def heard() -> Iterator[Heard]:
+    handler = Heard()
+    logger = logging.getLogger("atlas")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def test_a_listener_that_cannot_reach_postgresql_says_so_once_and_keeps_trying(
+    heard: Heard,
+) -> None:
+    """A server that takes each connection and closes it at once: the listener warns once,
+    naming the error, and tries again and again (soon, then less often), never connected."""
+
+    async def scenario() -> None:
+        tries: list[int] = []
+        third = asyncio.Event()
+
+        async def refuse(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            tries.append(1)
+            if len(tries) >= 3:
+                third.set()
+            writer.close()
+
+        server = await asyncio.start_server(refuse, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        listen = Listen(f"postgresql://atlas:x@127.0.0.1:{port}/atlas", list, Woken())
+        await listen.start()
+        try:
+            await asyncio.wait_for(third.wait(), WITHIN_S)
+            assert not await listen.ping()
+            assert not listen.connected.is_set()
+        finally:
+            await listen.stop()
+            server.close()
+            await server.wait_closed()
+        [warning] = heard.said(logging.WARNING)
+        assert warning.startswith("live class: cannot listen on PostgreSQL (")
+        assert warning.endswith("); retrying")
+        assert heard.said(logging.INFO) == []
+
+    asyncio.run(scenario())
+
+
+@pytest.fixture
+def pg_client(data_dir: Path, postgres_url: str) -> Iterator[TestClient]:
+    with TestClient(create_app(settings_for(data_dir, database_url=postgres_url))) as host:
+        yield host
+
+
+def listeners(client: TestClient) -> list[int]:
+    """The backends of the connections that listen for the class's changes (by their name)."""
+    store: Store = client.app.state.live_store  # type: ignore[attr-defined]
+
+    async def read() -> list[int]:
+        async with store.session(write=False) as session:
+            found = await session.execute(
+                text("SELECT pid FROM pg_stat_activity WHERE application_name = :name"),
+                {"name": APPLICATION_NAME},
+            )
+            return [int(pid) for pid in found.scalars()]
+
+    return on_loop(client, read)
+
+
+def notify(client: TestClient, *payloads: str) -> None:
+    """Each payload on the class's channel, in one transaction (delivered in order at commit)."""
+    store: Store = client.app.state.live_store  # type: ignore[attr-defined]
+
+    async def send() -> None:
+        async with store.session() as session:
+            for payload in payloads:
+                await session.execute(select(func.pg_notify(NOTIFY_CHANNEL, payload)))
+
+    on_loop(client, send)
+
+
+def test_a_postgresql_listener_wakes_the_class_named_and_looks_at_all_again_after_a_loss(
+    pg_client: TestClient, heard: Heard
+) -> None:
+    """Connected (a connection of its own, named in pg_stat_activity), the listener wakes
+    every class followed; then each class a change names (a payload that is no class id is
+    ignored); its connection cut, it connects again, says so, and wakes every class followed
+    again (what changed meanwhile was never told). Stopped, it no longer answers its ping."""
+    store: Store = pg_client.app.state.live_store  # type: ignore[attr-defined]
+    code = start_class(pg_client)
+    mine = class_id(pg_client, code)
+    woken = Woken()
+    listen = source_for(store, lambda: [mine], woken)
+    assert isinstance(listen, Listen)
+    before = set(listeners(pg_client))  # the app's own listener
+    on_loop(pg_client, listen.start)
+    try:
+        assert on_loop(pg_client, woken.next) == [mine]
+        assert on_loop(pg_client, listen.ping)
+        [own] = set(listeners(pg_client)) - before
+        first = questions()[0]
+        asked = pg_client.post(f"/class/{code}/ask", data={"question": first.id})
+        assert asked.status_code == 200
+        assert on_loop(pg_client, woken.next) == [mine]
+        notify(pg_client, "not-a-class", "424242")
+        assert on_loop(pg_client, woken.next) == [424242]
+        assert heard.said(logging.INFO) == []
+        # The connection cut by the server: connected again, and every class looked at.
+        on_loop(pg_client, lambda: _terminate(store, own))
+        assert on_loop(pg_client, woken.next) == [mine]
+        assert on_loop(pg_client, listen.ping)
+        assert heard.said(logging.INFO) == ["live class: listening on PostgreSQL again"]
+        assert heard.said(logging.WARNING) == []
+        [again] = set(listeners(pg_client)) - before
+        assert again != own
+        notify(pg_client, str(mine))
+        assert on_loop(pg_client, woken.next) == [mine]
+    finally:
+        on_loop(pg_client, listen.stop)
+    assert not on_loop(pg_client, listen.ping)
+
+
+async def _terminate(store: Store, pid: int) -> None:
+    async with store.session(write=False) as session:
+        await session.execute(select(func.pg_terminate_backend(pid)))
