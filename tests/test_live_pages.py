@@ -148,3 +148,28 @@ def test_a_students_stream_shows_their_page_first(client: TestClient) -> None:
         shown = next_event(events(response), lambda e: e.name == "class", "the student's page")
     assert shows(shown.data) == shows(pupil.get(f"/class/{code}").text)
     assert node(shown.data, "input[name=question]")["value"] == first.id
+
+
+def test_a_state_sent_to_everyone_moves_a_students_lab_on_their_stream(
+    client: TestClient,
+) -> None:
+    """The instructor's "send to everyone" reaches a student's open page as an out-of-band
+    swap of their own lab, at the state sent and saying so (their own drags are not sent
+    back)."""
+    code = start_class(client)
+    pupil = student(client, code, "Ada")
+    with pupil.stream("GET", f"/class/{code}/events") as response:
+        stream = events(response)
+        next_event(stream, lambda e: e.name == "class", "the student's page")
+        assert client.post(f"/class/{code}/lab", data=STATE).status_code == 200
+        moved = next_event(stream, lambda e: "class-own-lab" in e.data, "the student's lab moved")
+    assert moved.name == "class"
+    lab = node(moved.data, "#class-own-lab")
+    assert lab["hx-swap-oob"] == "outerHTML"
+    assert words(node(str(lab), "#class-lab-sent")) == (
+        "Your instructor sent this state to everyone: explore from here."
+    )
+    form = node(str(lab), "#lab-form")
+    assert form["action"] == f"/class/{code}/share"
+    assert [str(i["value"]) for i in form.select("input[name=counts]")] == ["2", "6"]
+    assert [str(i["value"]) for i in form.select("input[name=means]")] == ["1", "3"]
