@@ -173,3 +173,28 @@ def test_a_state_sent_to_everyone_moves_a_students_lab_on_their_stream(
     assert form["action"] == f"/class/{code}/share"
     assert [str(i["value"]) for i in form.select("input[name=counts]")] == ["2", "6"]
     assert [str(i["value"]) for i in form.select("input[name=means]")] == ["1", "3"]
+
+
+def test_the_dashboards_stream_sends_nothing_for_a_change_it_does_not_show(
+    client: TestClient,
+) -> None:
+    """Locking joining changes the class but none of the dashboard's live parts (the lock's
+    own control is not one): its stream sends no event for it; the pause that follows is the
+    next event."""
+    code = start_class(client)
+    first = questions()[0]
+    assert client.post(f"/class/{code}/ask", data={"question": first.id}).status_code == 200
+    with (
+        client.stream("GET", f"/class/{code}/events?view=host") as host,
+        client.stream("GET", f"/class/{code}/events?view=screen") as screen,
+    ):
+        dashboard, projector = events(host), events(screen)
+        next_event(dashboard, lambda e: e.name == "host", "the dashboard")
+        next_event(projector, lambda e: e.name == "screen", "the projector")
+        assert client.post(f"/class/{code}/lock").status_code == 200
+        # The projector shows the lock (no way to join any more): the class was read again.
+        next_event(projector, lambda e: "join-qr" not in e.data, "the lock")
+        assert client.post(f"/class/{code}/pause").status_code == 200
+        paused = next(dashboard)
+    assert paused.name == "host"
+    assert words(node(paused.data, "#host-now .live-state")) == ("Question 1: Answering is paused.")
