@@ -6,6 +6,7 @@ expects (a wake, a log line), never a clock."""
 
 import asyncio
 import logging
+import socket
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -339,3 +340,26 @@ def test_a_postgresql_listener_wakes_the_class_named_and_looks_at_all_again_afte
 async def _terminate(store: Store, pid: int) -> None:
     async with store.session(write=False) as session:
         await session.execute(select(func.pg_terminate_backend(pid)))
+
+
+def test_a_listener_whose_server_never_answers_gives_up_within_the_connections_timeout(
+    heard: Heard,
+) -> None:
+    """A PostgreSQL address whose server takes the connection and never answers: the
+    listener gives that attempt up within the connection's timeout (seconds, not asyncpg's
+    minute), says so and tries again."""
+
+    async def scenario() -> None:
+        with socket.create_server(("127.0.0.1", 0)) as silent:  # the kernel takes them
+            port = silent.getsockname()[1]
+            listen = Listen(f"postgresql://atlas:x@127.0.0.1:{port}/atlas", list, Woken())
+            await listen.start()
+            try:
+                await heard.until(lambda: bool(heard.said(logging.WARNING)))
+                assert not await listen.ping()
+            finally:
+                await listen.stop()
+        [warning] = heard.said(logging.WARNING)
+        assert warning.startswith("live class: cannot listen on PostgreSQL (")
+
+    asyncio.run(scenario())
