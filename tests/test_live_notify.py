@@ -6,7 +6,10 @@ expects (a wake, a log line), never a clock."""
 
 import asyncio
 import logging
+import os
+import signal
 import socket
+import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -15,6 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, text
 
+from app.live import notify as notify_module
 from app.live.notify import APPLICATION_NAME, Listen, Signal, VersionPoll, source_for
 from app.live.store import NOTIFY_CHANNEL, LiveClass, Store
 from app.main import create_app
@@ -363,3 +367,54 @@ def test_a_listener_whose_server_never_answers_gives_up_within_the_connections_t
         assert warning.startswith("live class: cannot listen on PostgreSQL (")
 
     asyncio.run(scenario())
+
+
+def backend_query(client: TestClient, pid: int) -> str:
+    store: Store = client.app.state.live_store  # type: ignore[attr-defined]
+
+    async def read() -> str:
+        async with store.session(write=False) as session:
+            found = await session.execute(
+                text("SELECT query FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
+            )
+            return str(found.scalar_one_or_none())
+
+    return on_loop(client, read)
+
+
+def test_a_quiet_postgresql_listener_asks_its_server_and_finds_a_silent_cut(
+    pg_client: TestClient, heard: Heard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quiet connection is asked whether it is still there every ``CHECK_S`` (a hundredth of
+    a second here, the behaviour and not the default being tested): the answers keep it, still
+    told of changes; a server that stops answering (its backend stopped, as a network gone
+    would leave it) is given up within the connection's timeout, and the listener connects
+    again and looks at every class followed."""
+    monkeypatch.setattr(notify_module, "CHECK_S", 0.01)
+    store: Store = pg_client.app.state.live_store  # type: ignore[attr-defined]
+    code = start_class(pg_client)
+    mine = class_id(pg_client, code)
+    woken = Woken()
+    listen = source_for(store, lambda: [mine], woken)
+    before = set(listeners(pg_client))
+    on_loop(pg_client, listen.start)
+    stopped: list[int] = []
+    try:
+        assert on_loop(pg_client, woken.next) == [mine]
+        [own] = set(listeners(pg_client)) - before
+        deadline = time.monotonic() + WITHIN_S
+        while backend_query(pg_client, own) != "SELECT 1":  # its server was asked
+            assert time.monotonic() < deadline, "the quiet connection was never asked"
+        notify(pg_client, str(mine))
+        assert on_loop(pg_client, woken.next) == [mine]
+        assert heard.said(logging.INFO) == []  # asked, and kept
+        assert heard.said(logging.WARNING) == []
+        os.kill(own, signal.SIGSTOP)  # the backend answers no more
+        stopped.append(own)
+        assert on_loop(pg_client, woken.next) == [mine]  # connected again
+        assert on_loop(pg_client, listen.ping)
+        assert heard.said(logging.INFO) == ["live class: listening on PostgreSQL again"]
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        on_loop(pg_client, listen.stop)
