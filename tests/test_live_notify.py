@@ -7,6 +7,7 @@ expects (a wake, a log line), never a clock."""
 import asyncio
 import logging
 import os
+import re
 import signal
 import socket
 import time
@@ -19,6 +20,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select, text
 
 from app.live import notify as notify_module
+from app.live.database import backoff
 from app.live.notify import APPLICATION_NAME, Listen, Signal, VersionPoll, source_for
 from app.live.store import NOTIFY_CHANNEL, LiveClass, Store
 from app.main import create_app
@@ -231,20 +233,34 @@ def heard() -> Iterator[Heard]:
         logger.setLevel(level)
 
 
+class Waits:
+    """The retries' waits the listener asks for (database.backoff's ``attempt``), recorded."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.attempts: list[int] = []
+        monkeypatch.setattr(notify_module, "backoff", self)
+
+    def __call__(self, attempt: int) -> float:
+        self.attempts.append(attempt)
+        return backoff(attempt)
+
+
 def test_a_listener_that_cannot_reach_postgresql_says_so_once_and_keeps_trying(
-    heard: Heard,
+    heard: Heard, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A server that takes each connection and closes it at once: the listener warns once,
-    naming the error, and tries again and again (soon, then less often), never connected."""
+    """A server that takes each connection and closes it at once: the listener warns at the
+    first failure, naming the error, and not again; it tries again and again, soon at first
+    then less often (its waits the backoff of attempts 0, 1, 2, ...), never connected."""
+    waits = Waits(monkeypatch)
 
     async def scenario() -> None:
-        tries: list[int] = []
-        third = asyncio.Event()
+        warned_before: list[int] = []  # the warnings said as each try arrives
+        fourth = asyncio.Event()
 
         async def refuse(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            tries.append(1)
-            if len(tries) >= 3:
-                third.set()
+            warned_before.append(len(heard.said(logging.WARNING)))
+            if len(warned_before) >= 4:
+                fourth.set()
             writer.close()
 
         server = await asyncio.start_server(refuse, "127.0.0.1", 0)
@@ -252,17 +268,20 @@ def test_a_listener_that_cannot_reach_postgresql_says_so_once_and_keeps_trying(
         listen = Listen(f"postgresql://atlas:x@127.0.0.1:{port}/atlas", list, Woken())
         await listen.start()
         try:
-            await asyncio.wait_for(third.wait(), WITHIN_S)
+            await asyncio.wait_for(fourth.wait(), WITHIN_S)
             assert not await listen.ping()
             assert not listen.connected.is_set()
         finally:
             await listen.stop()
             server.close()
             await server.wait_closed()
+        assert warned_before[:4] == [0, 1, 1, 1]
         [warning] = heard.said(logging.WARNING)
-        assert warning.startswith("live class: cannot listen on PostgreSQL (")
-        assert warning.endswith("); retrying")
+        said = re.fullmatch(r"live class: cannot listen on PostgreSQL \((.+)\); retrying", warning)
+        assert said is not None, warning
+        assert said[1] not in ("None", "%s")  # the error's own words (a reset, a lost connection)
         assert heard.said(logging.INFO) == []
+        assert waits.attempts[:3] == [0, 1, 2]
 
     asyncio.run(scenario())
 
@@ -301,12 +320,14 @@ def notify(client: TestClient, *payloads: str) -> None:
 
 
 def test_a_postgresql_listener_wakes_the_class_named_and_looks_at_all_again_after_a_loss(
-    pg_client: TestClient, heard: Heard
+    pg_client: TestClient, heard: Heard, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Connected (a connection of its own, named in pg_stat_activity), the listener wakes
     every class followed; then each class a change names (a payload that is no class id is
     ignored); its connection cut, it connects again, says so, and wakes every class followed
-    again (what changed meanwhile was never told). Stopped, it no longer answers its ping."""
+    again (what changed meanwhile was never told), soon. Stopped, it no longer answers its ping
+    and its connection is closed."""
+    waits = Waits(monkeypatch)
     store: Store = pg_client.app.state.live_store  # type: ignore[attr-defined]
     code = start_class(pg_client)
     mine = class_id(pg_client, code)
@@ -334,11 +355,16 @@ def test_a_postgresql_listener_wakes_the_class_named_and_looks_at_all_again_afte
         assert heard.said(logging.WARNING) == []
         [again] = set(listeners(pg_client)) - before
         assert again != own
+        assert waits.attempts[-1] == 0  # the first retry after a connection that held: soon
         notify(pg_client, str(mine))
         assert on_loop(pg_client, woken.next) == [mine]
     finally:
         on_loop(pg_client, listen.stop)
     assert not on_loop(pg_client, listen.ping)
+    # Its connection closed: the server's backend for it ends.
+    deadline = time.monotonic() + WITHIN_S
+    while again in listeners(pg_client):
+        assert time.monotonic() < deadline, "the stopped listener's connection is still open"
 
 
 async def _terminate(store: Store, pid: int) -> None:
