@@ -444,3 +444,22 @@ def test_a_quiet_postgresql_listener_asks_its_server_and_finds_a_silent_cut(
         for pid in stopped:
             os.kill(pid, signal.SIGCONT)
         on_loop(pg_client, listen.stop)
+
+
+def test_a_source_never_started_is_not_alive_and_stops_as_nothing(tmp_path: Path) -> None:
+    """A server whose start failed before its source started stops it all the same."""
+
+    async def scenario() -> None:
+        store = Store(f"sqlite+aiosqlite:///{tmp_path / 'one.sqlite3'}")
+        try:
+            for source in (
+                VersionPoll(store, list, Woken()),
+                Listen("postgresql://atlas:x@127.0.0.1:1/atlas", list, Woken()),
+            ):
+                assert not await source.ping()
+                await source.stop()
+                assert not await source.ping()
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
