@@ -198,3 +198,12 @@ def test_the_dashboards_stream_sends_nothing_for_a_change_it_does_not_show(
         paused = next(dashboard)
     assert paused.name == "host"
     assert words(node(paused.data, "#host-now .live-state")) == ("Question 1: Answering is paused.")
+
+
+def test_the_dashboard_shows_the_same_join_qr_as_the_projector(client: TestClient) -> None:
+    """The dashboard's QR code is the join address's, the one the projector shows."""
+    code = start_class(client)
+    dashboard = node(client.get(f"/class/{code}/host").text, "#join-qr svg")
+    projector = node(client.get(f"/class/{code}/screen").text, "#join-qr svg")
+    assert dashboard.select("path, rect")  # a code drawn, not an empty picture
+    assert str(dashboard) == str(projector)
