@@ -181,11 +181,14 @@ def test_sqlite_is_polled_and_postgresql_listened_to_with_its_own_driver(
         sqlite = Store(f"sqlite+aiosqlite:///{tmp_path / 'one.sqlite3'}")
         postgresql = Store("postgresql+asyncpg://atlas:s%40cret@db.example:5433/atlas")
         try:
-            polled = source_for(sqlite, list, Woken())
+            wake = Woken()
+            polled = source_for(sqlite, list, wake)
             assert isinstance(polled, VersionPoll)
-            assert polled.store is sqlite
-            listened = source_for(postgresql, list, Woken())
+            # It reads this store, the classes followed as given, and wakes them as given.
+            assert (polled.store, polled.followed, polled.wake) == (sqlite, list, wake)
+            listened = source_for(postgresql, list, wake)
             assert isinstance(listened, Listen)
+            assert (listened.followed, listened.wake) == (list, wake)
             # asyncpg's own URL: its scheme, the password in full (not hidden as ***).
             assert listened.dsn == "postgresql://atlas:s%40cret@db.example:5433/atlas"
         finally:
