@@ -207,3 +207,20 @@ def test_the_dashboard_shows_the_same_join_qr_as_the_projector(client: TestClien
     projector = node(client.get(f"/class/{code}/screen").text, "#join-qr svg")
     assert dashboard.select("path, rect")  # a code drawn, not an empty picture
     assert str(dashboard) == str(projector)
+
+
+def test_the_dashboard_offers_each_of_the_lessons_questions_the_next_one_chosen(
+    client: TestClient,
+) -> None:
+    code = start_class(client)
+    lesson = questions()
+    offered = soup(client.get(f"/class/{code}/host").text).select("select#question option")
+    assert [str(option["value"]) for option in offered] == [q.id for q in lesson]
+    assert [words(option).split(".")[0] for option in offered] == [
+        str(n) for n in range(1, len(lesson) + 1)
+    ]
+    assert client.post(f"/class/{code}/ask", data={"question": lesson[0].id}).status_code == 200
+    offered = soup(client.get(f"/class/{code}/host").text).select("select#question option")
+    assert [str(option["value"]) for option in offered if option.has_attr("selected")] == [
+        lesson[1].id
+    ]
