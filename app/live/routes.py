@@ -181,20 +181,31 @@ class ShowForm(BaseModel):
     shown: str = ""
 
 
+# The tables' ids are INTEGER, 32 bits on PostgreSQL: a larger number names no row (and
+# PostgreSQL would refuse it as a query's argument: a 500).
+MAX_ID = 2**31 - 1
+
+
+def _row_id(typed: str) -> int | None:
+    """The id of a row as a form sends it, or None for anything that is no id."""
+    raw = typed.strip()
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= len(str(MAX_ID))):
+        return None
+    return int(raw) if int(raw) <= MAX_ID else None
+
+
 class StudentForm(BaseModel):
     participant: str = ""
 
     def id(self) -> int | None:
-        raw = self.participant.strip()
-        return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 12 else None
+        return _row_id(self.participant)
 
 
 class RemovedForm(BaseModel):
     removed: str = ""
 
     def id(self) -> int | None:
-        raw = self.removed.strip()
-        return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 12 else None
+        return _row_id(self.removed)
 
 
 class LabForm(BaseModel):
