@@ -1,20 +1,35 @@
 """The class's operations and their refusals (app/live/service.py), through the real app on
-SQLite and on the module's own readers: the words and the field of each refusal, the bounds of
-what a form may hold, and what each operation leaves in the class. Written for the survivors of
-its mutation run (docs/testing.md, "The live class")."""
+SQLite and on the module's own readers: the words of each refusal and where the page shows it
+(beside its field, or above the form), its status, the bounds of what a form may hold, and what
+each operation leaves in the class. Written for the survivors of its mutation run
+(docs/testing.md, "The live class")."""
 
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from httpx import Response
 
 from app.live.service import InvalidError, read_seconds
 from app.main import create_app
 from tests import test_live
-from tests.test_live import settings_for
+from tests.test_live import (
+    other_browser,
+    questions,
+    settings_for,
+    soup,
+    start_class,
+    student,
+    words,
+    wrong,
+)
 
 data_dir = test_live.data_dir
+
+FIRST = questions()[0]
+SECOND = questions()[1]
+LOOK_ALIKE = "\u0410da"  # "Ada" with a Cyrillic A
 
 
 @pytest.fixture
@@ -23,14 +38,244 @@ def client(data_dir: Path) -> Iterator[TestClient]:
         yield host
 
 
+def refusal(answer: Response) -> tuple[int, str, str]:
+    """A refused request's status, where its page shows the reason (the field it names, or
+    "above" the form), and the reason's words."""
+    [shown] = soup(answer.text).select(".live-error")
+    where = str(shown.get("id", "")).removesuffix("-error") or "above"
+    if where == "above":
+        assert shown.get("role") == "alert"
+    return answer.status_code, where, words(shown)
+
+
 def test_a_discussion_timer_runs_from_10_seconds_to_an_hour() -> None:
     assert read_seconds("10") == 10
     assert read_seconds(" 3600 ") == 3600
-    for outside in ("9", "3601", "", "ten", "١٠"):
+    for outside in ("9", "3601", "", "ten", "\u0661\u0660", "000010"):
         with pytest.raises(InvalidError) as refused:
             read_seconds(outside)
         assert refused.value.field == "seconds"
         assert refused.value.message == (
             "The field “seconds” must be a whole number of seconds from 10 to 3600"
             f" (got {outside.strip()!r})."
+        )
+
+
+def test_pacing_before_any_question_is_refused_in_words(client: TestClient) -> None:
+    code = start_class(client)
+    for action in ("pause", "resume", "reveal", "revote"):
+        assert refusal(client.post(f"/class/{code}/{action}")) == (
+            409,
+            "above",
+            "No question has been asked yet.",
+        )
+    assert refusal(client.post(f"/class/{code}/timer", data={"seconds": "60"})) == (
+        409,
+        "above",
+        "No question has been asked yet: a timer times its discussion.",
+    )
+    assert refusal(client.post(f"/class/{code}/timer", data={"seconds": "5"})) == (
+        422,
+        "seconds",
+        "The field “seconds” must be a whole number of seconds from 10 to 3600 (got '5').",
+    )
+
+
+def test_asking_names_a_question_of_the_lesson_and_one_or_two_votes(client: TestClient) -> None:
+    code = start_class(client)
+    known = ", ".join(question.id for question in questions())
+    unknown = "q" * 50
+    assert refusal(client.post(f"/class/{code}/ask", data={"question": unknown})) == (
+        422,
+        "question",
+        f"Unknown question {unknown[:40]!r} (one of {known}).",
+    )
+    for rounds in ("3", "0", "x", "12345678"):
+        assert refusal(
+            client.post(f"/class/{code}/ask", data={"question": FIRST.id, "rounds": rounds})
+        ) == (
+            422,
+            "rounds",
+            "The field “rounds” must be 1 (one vote) or 2 (vote, discuss, re-vote)"
+            f" (got {rounds!r}).",
+        )
+    for rounds in ("1", "2", "", " 2 "):
+        asked = client.post(
+            f"/class/{code}/ask",
+            data={"question": FIRST.id, "rounds": rounds},
+            follow_redirects=False,
+        )
+        assert asked.status_code == 303, asked.text[:300]
+
+
+def test_a_one_vote_question_has_no_re_vote_and_a_revealed_one_stays_closed(
+    client: TestClient,
+) -> None:
+    code = start_class(client)
+    assert client.post(f"/class/{code}/ask", data={"question": FIRST.id}).status_code == 200
+    assert refusal(client.post(f"/class/{code}/revote")) == (
+        409,
+        "above",
+        "This question was asked for one vote: ask it for two votes to re-vote.",
+    )
+    assert client.post(f"/class/{code}/reveal").status_code == 200
+    for action in ("pause", "resume"):
+        assert refusal(client.post(f"/class/{code}/{action}")) == (
+            409,
+            "above",
+            "The answer has been revealed: answering this question stays closed."
+            " Ask it again for a new vote.",
+        )
+    assert refusal(client.post(f"/class/{code}/timer", data={"seconds": "60"})) == (
+        409,
+        "above",
+        "The answer has been revealed: there is nothing left to discuss.",
+    )
+    # Revealing again is no refusal.
+    assert client.post(f"/class/{code}/reveal", follow_redirects=False).status_code == 303
+
+    two = {"question": FIRST.id, "rounds": "2"}
+    assert client.post(f"/class/{code}/ask", data=two).status_code == 200
+    assert client.post(f"/class/{code}/revote", follow_redirects=False).status_code == 303
+    assert refusal(client.post(f"/class/{code}/revote")) == (
+        409,
+        "above",
+        "Vote 2 is open already.",
+    )
+    assert client.post(f"/class/{code}/reveal").status_code == 200
+    assert refusal(client.post(f"/class/{code}/revote")) == (
+        409,
+        "above",
+        "The answer has been revealed: ask the question again for a new vote.",
+    )
+    assert client.post(f"/class/{code}/ask", data=two).status_code == 200
+    assert client.post(f"/class/{code}/end").status_code == 200
+    assert refusal(client.post(f"/class/{code}/revote")) == (409, "above", "The class has ended.")
+    assert refusal(client.post(f"/class/{code}/timer", data={"seconds": "60"})) == (
+        409,
+        "above",
+        "The class has ended.",
+    )
+
+
+def answer(pupil: TestClient, code: str, **form: str) -> Response:
+    return pupil.post(f"/class/{code}/answer", data=form, follow_redirects=False)
+
+
+def test_an_answer_out_of_turn_is_refused_in_words(client: TestClient) -> None:
+    code = start_class(client)
+    ada = student(client, code, "Ada")
+    choice = str(wrong(FIRST))
+    assert refusal(answer(ada, code, question=FIRST.id, choice=choice)) == (
+        409,
+        "above",
+        "That is not the question being asked now; the page shows the current one.",
+    )
+    assert client.post(f"/class/{code}/ask", data={"question": FIRST.id}).status_code == 200
+    assert refusal(answer(ada, code, question=SECOND.id, choice="1")) == (
+        409,
+        "above",
+        "That is not the question being asked now; the page shows the current one.",
+    )
+    assert refusal(answer(ada, code, question=FIRST.id, choice=choice, round="2")) == (
+        409,
+        "above",
+        "Vote 2 of this question is not open; the page shows the vote that is.",
+    )
+    for vote in ("3", "0", "two"):
+        assert refusal(answer(ada, code, question=FIRST.id, choice=choice, round=vote)) == (
+            422,
+            "above",
+            f"The field “round” must be 1 or 2 (got {vote!r}).",
+        )
+    assert refusal(answer(ada, code, question=FIRST.id, choice=choice, confidence="maybe")) == (
+        422,
+        "above",
+        "The field “confidence” must be “sure”, “unsure” or empty (got 'maybe').",
+    )
+    assert client.post(f"/class/{code}/pause").status_code == 200
+    assert refusal(answer(ada, code, question=FIRST.id, choice=choice)) == (
+        409,
+        "above",
+        "The instructor has paused answering; wait for them to open it again.",
+    )
+    assert client.post(f"/class/{code}/resume").status_code == 200
+    assert answer(ada, code, question=FIRST.id, choice=choice, round="1").status_code == 303
+    assert client.post(f"/class/{code}/reveal").status_code == 200
+    assert refusal(answer(ada, code, question=FIRST.id, choice=choice)) == (
+        409,
+        "above",
+        "The answer has been revealed: answers to this question are closed.",
+    )
+    two = {"question": FIRST.id, "rounds": "2"}
+    assert client.post(f"/class/{code}/ask", data=two).status_code == 200
+    assert client.post(f"/class/{code}/revote").status_code == 200
+    assert refusal(answer(ada, code, question=FIRST.id, choice=choice)) == (
+        409,
+        "above",
+        "Vote 1 has closed and vote 2 is open: the page now shows vote 2.",
+    )
+    assert answer(ada, code, question=FIRST.id, choice=choice, round="2").status_code == 303
+    assert client.post(f"/class/{code}/end").status_code == 200
+    assert refusal(answer(ada, code, question=FIRST.id, choice=choice, round="2")) == (
+        409,
+        "above",
+        "The class has ended: answers are closed.",
+    )
+
+
+def test_a_join_refused_says_why_beside_its_field(data_dir: Path) -> None:
+    with TestClient(create_app(settings_for(data_dir, class_size=2))) as host:
+        code = start_class(host)
+
+        def join(nickname: str, typed: str = code, browser: TestClient | None = None) -> Response:
+            return (browser or other_browser(host)).post(
+                "/join", data={"code": typed, "nickname": nickname}, follow_redirects=False
+            )
+
+        assert refusal(join("Ada", "ZZZZZZ")) == (
+            404,
+            "code",
+            "There is no class with the code ZZZZZZ.",
+        )
+        ada = student(host, code, "Ada")
+        assert refusal(join("ada")) == (
+            409,
+            "nickname",
+            "“ada” is taken in this class (as “Ada”); choose another.",
+        )
+        assert refusal(join("Ada")) == (
+            409,
+            "nickname",
+            "“Ada” is taken in this class; choose another.",
+        )
+        assert refusal(join(LOOK_ALIKE)) == (
+            409,
+            "nickname",
+            f"“{LOOK_ALIKE}” looks like “Ada”, already in this class (one could not be told"
+            " from the other); choose another.",
+        )
+        student(host, code, "Bo")
+        assert refusal(join("Cy")) == (
+            409,
+            "code",
+            "This class is full: it has 2 students, the most a class takes (ATLAS_CLASS_SIZE).",
+        )
+        assert host.post(f"/class/{code}/lock").status_code == 200
+        assert refusal(join("Cy")) == (
+            409,
+            "code",
+            "The instructor has closed joining for this class; ask them to open it.",
+        )
+        assert join("Ada", browser=ada).status_code == 303  # back, by her cookie
+        assert host.post(f"/class/{code}/end").status_code == 200
+        assert refusal(join("Cy")) == (
+            409,
+            "code",
+            "This class has ended; ask your instructor for a new code.",
+        )
+        assert refusal(join("Ada", browser=ada)) == (
+            409,
+            "code",
+            "This class has ended; ask your instructor for a new code.",
         )
