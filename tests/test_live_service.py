@@ -279,3 +279,86 @@ def test_a_join_refused_says_why_beside_its_field(data_dir: Path) -> None:
             "code",
             "This class has ended; ask your instructor for a new code.",
         )
+
+
+def remove_button(host: TestClient, code: str, nickname: str) -> str:
+    [button] = soup(host.get(f"/class/{code}/host").text).select(
+        f"button[aria-label='Remove {nickname}']"
+    )
+    return str(button["value"])
+
+
+def readmit_value(host: TestClient, code: str, nickname: str) -> str:
+    [button] = soup(host.get(f"/class/{code}/host").text).select(
+        f"#removed-list button[aria-label='Let {nickname} back in']"
+    )
+    form = button.find_parent("form")
+    assert form is not None
+    [removed] = form.select("input[name=removed]")
+    return str(removed["value"])
+
+
+def test_the_host_acts_only_on_students_of_their_class(client: TestClient) -> None:
+    code, other = start_class(client), start_class(client)
+    student(client, code, "Ada")
+    bo = student(client, other, "Bo")
+    ada_id, bo_id = remove_button(client, code, "Ada"), remove_button(client, other, "Bo")
+    no_student = (422, "above", "No such student in this class.")
+    assert refusal(client.post(f"/class/{code}/remove", data={"participant": bo_id})) == (
+        no_student
+    )
+    assert refusal(client.post(f"/class/{code}/remove", data={"participant": "999999"})) == (
+        no_student
+    )
+    no_state = (422, "above", "That student has shared no lab state.")
+    assert refusal(client.post(f"/class/{code}/project", data={"participant": ada_id})) == (
+        no_state
+    )
+    state = {"counts": "1,3", "means": "2,2", "eta": "0.5", "w": "1"}
+    assert bo.post(f"/class/{other}/share", data=state).status_code == 200
+    assert refusal(client.post(f"/class/{code}/project", data={"participant": bo_id})) == (no_state)
+    assert client.post(f"/class/{other}/project", data={"participant": bo_id}).status_code == 200
+    # Bo, removed from his class, cannot be let back into another.
+    assert client.post(f"/class/{other}/remove", data={"participant": bo_id}).status_code == 200
+    removal = readmit_value(client, other, "Bo")
+    no_removed = (422, "above", "No such removed student in this class.")
+    assert refusal(client.post(f"/class/{code}/readmit", data={"removed": removal})) == (no_removed)
+    assert refusal(client.post(f"/class/{code}/readmit", data={"removed": "999999"})) == (
+        no_removed
+    )
+    assert refusal(other_browser(bo).post("/join", data={"code": other, "nickname": "Bo"})) == (
+        403,
+        "nickname",
+        "The instructor removed you from this class; only they can let you back in.",
+    )
+    let_in = client.post(f"/class/{other}/readmit", data={"removed": removal})
+    assert let_in.status_code == 200
+    assert bo.post("/join", data={"code": other, "nickname": "Bo"}).status_code == 200
+
+
+def test_a_class_follows_a_lesson_served_here(client: TestClient) -> None:
+    start_class(client)  # the device is the instructor's from now on
+    for slug in ("no-such-lesson", "x" * 60):
+        assert (
+            refusal(client.post("/class/new", data={"lesson": slug}))
+            == (
+                422,
+                "above",  # a single lesson: the form has no choice of lesson
+                f"The field “lesson” names no lesson served here ({slug[:40]!r}); choose one of"
+                " those listed.",
+            )
+        )
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+def test_the_class_limit_is_said_in_words(data_dir: Path, limit: int) -> None:
+    with TestClient(create_app(settings_for(data_dir, class_limit=limit))) as host:
+        for _ in range(limit):
+            start_class(host)
+        kept = "1 class" if limit == 1 else f"{limit} classes"
+        assert refusal(host.post("/class/new")) == (
+            429,
+            "above",
+            f"This server already keeps {kept}, its limit (ATLAS_CLASS_LIMIT). Delete a finished"
+            " class; a class no student has joined stops counting 24 hours after it started.",
+        )
