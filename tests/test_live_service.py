@@ -11,6 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 from httpx import Response
 
+from app.live import service
+from app.live.codes import new_code
 from app.live.service import InvalidError, read_seconds
 from app.main import create_app
 from tests import test_live
@@ -362,3 +364,39 @@ def test_the_class_limit_is_said_in_words(data_dir: Path, limit: int) -> None:
             f"This server already keeps {kept}, its limit (ATLAS_CLASS_LIMIT). Delete a finished"
             " class; a class no student has joined stops counting 24 hours after it started.",
         )
+
+
+def test_a_code_that_is_no_code_is_quoted_back_trimmed(client: TestClient) -> None:
+    for typed, shown in (("  abc  ", "abc"), ("0123456789ABCDEF", "0123456789AB")):
+        assert refusal(
+            other_browser(client).post("/join", data={"code": typed, "nickname": "Ada"})
+        ) == (
+            404,
+            "code",
+            f"There is no class with the code “{shown}”: A class code has 6 letters and digits,"
+            " as shown on the instructor's screen.",
+        )
+
+
+def test_a_code_drawn_again_is_drawn_anew_up_to_eight_times(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new class's code is random: drawn as a class's already, it is drawn again (the class
+    is never refused for it, nor given the other's code); eight draws all taken are a 503."""
+    taken = start_class(client)
+    fresh = next(code for code in iter(new_code, "") if code != taken)
+    draws = iter([taken] * 7 + [fresh])
+    monkeypatch.setattr(service, "new_code", lambda: next(draws))
+    assert start_class(client) == fresh
+    assert next(draws, None) is None  # all eight drawn
+    draws = iter([taken, fresh] * 4)  # both taken now
+    monkeypatch.setattr(service, "new_code", lambda: next(draws))
+    assert refusal(client.post("/class/new")) == (
+        503,
+        "above",
+        "Could not find a free class code; try again.",
+    )
+    assert next(draws, None) is None
+    # Each class has the lesson, its own host and its questions: the other's kept.
+    for code in (taken, fresh):
+        assert client.get(f"/class/{code}/host").status_code == 200
