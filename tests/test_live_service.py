@@ -5,6 +5,7 @@ each operation leaves in the class. Written for the survivors of its mutation ru
 (docs/testing.md, "The live class")."""
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from app.live.service import InvalidError, read_seconds
 from app.main import create_app
 from tests import test_live
 from tests.test_live import (
+    node,
     other_browser,
     questions,
     settings_for,
@@ -400,3 +402,78 @@ def test_a_code_drawn_again_is_drawn_anew_up_to_eight_times(
     # Each class has the lesson, its own host and its questions: the other's kept.
     for code in (taken, fresh):
         assert client.get(f"/class/{code}/host").status_code == 200
+
+
+def timer_end(html: str) -> datetime | None:
+    """When the page's discussion timer ends (None: the page shows no timer)."""
+    found = soup(html).select_one("#timer")
+    if found is None:
+        return None
+    return datetime.strptime(str(found["data-ends"]), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def test_a_timer_ends_its_seconds_after_it_starts_and_a_new_vote_clears_it(
+    client: TestClient,
+) -> None:
+    code = start_class(client)
+    ada = student(client, code, "Ada")
+    two = {"question": FIRST.id, "rounds": "2"}
+
+    def timed(seconds: int) -> None:
+        before = datetime.now(UTC).replace(microsecond=0)
+        assert (
+            client.post(f"/class/{code}/timer", data={"seconds": str(seconds)}).status_code == 200
+        )
+        after = datetime.now(UTC)
+        for html in (client.get(f"/class/{code}/host").text, ada.get(f"/class/{code}").text):
+            ends = timer_end(html)
+            assert ends is not None
+            assert before + timedelta(seconds=seconds) <= ends <= after + timedelta(seconds=seconds)
+
+    def cleared() -> bool:
+        return all(
+            timer_end(html) is None
+            for html in (client.get(f"/class/{code}/host").text, ada.get(f"/class/{code}").text)
+        )
+
+    assert client.post(f"/class/{code}/ask", data=two).status_code == 200
+    timed(90)
+    assert client.post(f"/class/{code}/pause").status_code == 200
+    assert not cleared()  # a pause keeps the discussion going
+    assert client.post(f"/class/{code}/resume").status_code == 200
+    assert not cleared()
+    assert client.post(f"/class/{code}/revote").status_code == 200
+    assert cleared()
+    timed(3600)
+    assert client.post(f"/class/{code}/reveal").status_code == 200
+    assert cleared()
+    assert client.post(f"/class/{code}/ask", data=two).status_code == 200
+    timed(10)
+    assert client.post(f"/class/{code}/ask", data=two).status_code == 200
+    assert cleared()
+
+
+def test_a_new_vote_opens_and_takes_each_students_answer_afresh(client: TestClient) -> None:
+    code = start_class(client)
+    ada = student(client, code, "Ada")
+    choice = str(wrong(FIRST))
+    two = {"question": FIRST.id, "rounds": "2"}
+
+    def summary() -> str:
+        return words(node(client.get(f"/class/{code}/host").text, ".live-summary"))
+
+    assert client.post(f"/class/{code}/ask", data=two).status_code == 200
+    assert answer(ada, code, question=FIRST.id, choice=choice).status_code == 303
+    assert client.post(f"/class/{code}/pause").status_code == 200
+    assert client.post(f"/class/{code}/revote").status_code == 200  # opens, though paused
+    assert answer(ada, code, question=FIRST.id, choice=choice, round="2").status_code == 303
+    assert summary() == "The one student here answered."
+    # Asked again, the question starts at vote 1; its earlier vote 2 counts for nothing.
+    assert client.post(f"/class/{code}/ask", data=two).status_code == 200
+    assert answer(ada, code, question=FIRST.id, choice=choice, round="1").status_code == 303
+    assert client.post(f"/class/{code}/revote").status_code == 200
+    assert summary() == "No answers yet from the 1 student here."
+    # Asked for one vote after a re-vote: vote 1 again, open.
+    assert client.post(f"/class/{code}/pause").status_code == 200
+    assert client.post(f"/class/{code}/ask", data={"question": FIRST.id}).status_code == 200
+    assert answer(ada, code, question=FIRST.id, choice=choice, round="1").status_code == 303
