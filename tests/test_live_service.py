@@ -477,3 +477,18 @@ def test_a_new_vote_opens_and_takes_each_students_answer_afresh(client: TestClie
     assert client.post(f"/class/{code}/pause").status_code == 200
     assert client.post(f"/class/{code}/ask", data={"question": FIRST.id}).status_code == 200
     assert answer(ada, code, question=FIRST.id, choice=choice, round="1").status_code == 303
+
+
+def test_a_lab_state_too_long_to_share_names_its_longest_field(client: TestClient) -> None:
+    code = start_class(client)
+    # 400 targets of 12 digits: 400 * 12 + 399 commas and semicolons = 5,199 characters; the
+    # link adds "targets=" and "&eta=0.1&w=10&steps=30": 5,229.
+    value = "1" + "3" * 11
+    targets = ";".join(",".join([value] * 100) for _ in range(4))
+    state = {"targets": targets, "eta": "0.1", "w": "10", "steps": "30"}
+    assert refusal(client.post(f"/class/{code}/lab", data=state)) == (
+        422,
+        "above",
+        "This lab state is 5,229 characters long as a link; a shared state holds at most 4,000."
+        " Its field “targets” alone has 5,199: use fewer ranks, items or digits.",
+    )
