@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from httpx import Response
 
-from app.live import service
+from app.live import service, store
 from app.live.codes import new_code
 from app.live.service import InvalidError, read_seconds
 from app.main import create_app
@@ -492,3 +492,28 @@ def test_a_lab_state_too_long_to_share_names_its_longest_field(client: TestClien
         "This lab state is 5,229 characters long as a link; a shared state holds at most 4,000."
         " Its field “targets” alone has 5,199: use fewer ranks, items or digits.",
     )
+
+
+def test_a_nickname_taken_at_the_same_moment_is_refused_by_the_database_in_words(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two students joining as one nickname at once: each checks before either is stored, and
+    the database's unique key refuses the second; it is told its nickname is taken, as when
+    the check sees the other (staged here by a check that finds no one)."""
+    code = start_class(client)
+    student(client, code, "Ada")
+
+    async def no_one(*_: object) -> None:
+        return None
+
+    monkeypatch.setattr(store, "nickname_clash", no_one)
+    late = other_browser(client)
+    for typed in ("ada", LOOK_ALIKE):
+        assert refusal(late.post("/join", data={"code": code, "nickname": typed})) == (
+            409,
+            "nickname",
+            f"“{typed}” is taken in this class; choose another.",
+        )
+    assert late.post("/join", data={"code": code, "nickname": "Bo"}).status_code == 200
+    roster = soup(client.get(f"/class/{code}/host").text).select("#host-roster .live-nickname")
+    assert sorted(tag.get_text() for tag in roster) == ["Ada", "Bo"]
