@@ -28,6 +28,7 @@ from tests.test_live import (
     words,
     wrong,
 )
+from tests.test_live_refusals import events, next_event, quiet_other_workers
 
 data_dir = test_live.data_dir
 
@@ -517,3 +518,17 @@ def test_a_nickname_taken_at_the_same_moment_is_refused_by_the_database_in_words
     assert late.post("/join", data={"code": code, "nickname": "Bo"}).status_code == 200
     roster = soup(client.get(f"/class/{code}/host").text).select("#host-roster .live-nickname")
     assert sorted(tag.get_text() for tag in roster) == ["Ada", "Bo"]
+
+
+def test_a_deleted_class_ends_its_open_pages_at_once(client: TestClient) -> None:
+    """Deleting the class tells this worker's streams (no other worker's word needed): each
+    open page is told its class is gone."""
+    code = start_class(client)
+    ada = student(client, code, "Ada")
+    quiet_other_workers(client)
+    with ada.stream("GET", f"/class/{code}/events") as page:
+        assert page.status_code == 200
+        watching = events(page)
+        next_event(watching, lambda event: event.name != "gone", "Ada's page")
+        assert client.post(f"/class/{code}/delete").status_code == 200
+        next_event(watching, lambda event: event.name == "gone", "the class gone")
