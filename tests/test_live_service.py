@@ -532,3 +532,34 @@ def test_a_deleted_class_ends_its_open_pages_at_once(client: TestClient) -> None
         next_event(watching, lambda event: event.name != "gone", "Ada's page")
         assert client.post(f"/class/{code}/delete").status_code == 200
         next_event(watching, lambda event: event.name == "gone", "the class gone")
+
+
+def test_a_removed_students_open_page_ends_at_once(client: TestClient) -> None:
+    code = start_class(client)
+    ada = student(client, code, "Ada")
+    quiet_other_workers(client)
+    with ada.stream("GET", f"/class/{code}/events") as page:
+        assert page.status_code == 200
+        watching = events(page)
+        next_event(watching, lambda event: event.name != "gone", "Ada's page")
+        ada_id = remove_button(client, code, "Ada")
+        assert client.post(f"/class/{code}/remove", data={"participant": ada_id}).status_code == 200
+        next_event(watching, lambda event: event.name == "gone", "Ada removed")
+
+
+def test_the_projector_shows_a_students_state_until_told_to_show_none(client: TestClient) -> None:
+    code = start_class(client)
+    zelda = student(client, code, "Zelda")
+    state = {"counts": "1,3", "means": "2,2", "eta": "0.5", "w": "1"}
+    assert zelda.post(f"/class/{code}/share", data=state).status_code == 200
+
+    def figures() -> dict[str, str]:
+        screen = soup(client.get(f"/class/{code}/screen").text)
+        return {str(dd["data-value"]): dd.get_text(strip=True) for dd in screen.select("dd")}
+
+    assert figures() == {}
+    who = remove_button(client, code, "Zelda")
+    assert client.post(f"/class/{code}/project", data={"participant": who}).status_code == 200
+    assert figures()["w-new"] == "0"  # 1 - 0.5 * 2
+    assert client.post(f"/class/{code}/project", data={"participant": ""}).status_code == 200
+    assert figures() == {}
