@@ -17,6 +17,7 @@ from app.live.codes import new_code
 from app.live.service import InvalidError, read_seconds
 from app.main import create_app
 from tests import test_live
+from tests.test_course import course_folder
 from tests.test_live import (
     node,
     other_browser,
@@ -563,3 +564,23 @@ def test_the_projector_shows_a_students_state_until_told_to_show_none(client: Te
     assert figures()["w-new"] == "0"  # 1 - 0.5 * 2
     assert client.post(f"/class/{code}/project", data={"participant": ""}).status_code == 200
     assert figures() == {}
+
+
+def test_a_lesson_without_the_lab_shares_no_lab_state(tmp_path: Path) -> None:
+    (tmp_path / "course").mkdir()
+    settings = settings_for(tmp_path / "data", lesson_path=course_folder(tmp_path / "course"))
+    with TestClient(create_app(settings)) as host:
+        start_class(host)  # the device is the instructor's from now on
+        assert refusal(host.post("/class/new", data={"lesson": "no-such-lesson"})) == (
+            422,
+            "lesson",  # a course: the form has a choice of lesson
+            "The field “lesson” names no lesson served here ('no-such-lesson'); choose one of"
+            " those listed.",
+        )
+        started = host.post("/class/new", data={"lesson": test_live.SHARD}, follow_redirects=False)
+        code = started.headers["location"].split("/")[2]
+        pupil = student(host, code, "Ada")
+        no_lab = "This class's lesson has no gradient lab to share a state of."
+        state = {"counts": "2,6", "means": "1,3", "eta": "0.1", "w": "10"}
+        assert refusal(host.post(f"/class/{code}/lab", data=state)) == (409, "above", no_lab)
+        assert refusal(pupil.post(f"/class/{code}/share", data=state)) == (409, "above", no_lab)
