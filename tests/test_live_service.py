@@ -273,7 +273,10 @@ def test_a_join_refused_says_why_beside_its_field(data_dir: Path) -> None:
             "code",
             "The instructor has closed joining for this class; ask them to open it.",
         )
-        assert join("Ada", browser=ada).status_code == 303  # back, by her cookie
+        back = join("Ada", browser=ada)  # back, by her cookie, though joining is closed
+        assert back.status_code == 303
+        assert back.headers["location"] == f"/class/{code}"
+        assert "set-cookie" not in back.headers  # the cookie she holds, not a new one
         assert host.post(f"/class/{code}/end").status_code == 200
         assert refusal(join("Cy")) == (
             409,
