@@ -587,3 +587,22 @@ def test_a_lesson_without_the_lab_shares_no_lab_state(tmp_path: Path) -> None:
         state = {"counts": "2,6", "means": "1,3", "eta": "0.1", "w": "10"}
         assert refusal(host.post(f"/class/{code}/lab", data=state)) == (409, "above", no_lab)
         assert refusal(pupil.post(f"/class/{code}/share", data=state)) == (409, "above", no_lab)
+
+
+def test_a_lab_state_of_exactly_4000_characters_is_shared(client: TestClient) -> None:
+    code = start_class(client)
+    ada = student(client, code, "Ada")
+    # 304 targets of 12 digits and 3,951 characters, then ",7" nine times and "3" (the last
+    # target 73): 3,970 characters, and 4,000 with "targets=" and "&eta=0.1&w=10&steps=30".
+    targets = ";".join(",".join(["1" + "3" * 11] * 76) for _ in range(4)) + ",7" * 9 + "3"
+    state = {"targets": targets, "eta": "0.1", "w": "10", "steps": "30"}
+    assert client.post(f"/class/{code}/lab", data=state, follow_redirects=False).status_code == 303
+    shared = ada.post(f"/class/{code}/share", data=state, follow_redirects=False)
+    assert shared.status_code == 303
+    longer = {**state, "targets": targets + "3"}
+    assert refusal(client.post(f"/class/{code}/lab", data=longer)) == (
+        422,
+        "above",
+        "This lab state is 4,001 characters long as a link; a shared state holds at most 4,000."
+        " Its field “targets” alone has 3,971: use fewer ranks, items or digits.",
+    )
