@@ -188,17 +188,18 @@ def test_an_answer_out_of_turn_is_refused_in_words(client: TestClient) -> None:
         "above",
         "Vote 2 of this question is not open; the page shows the vote that is.",
     )
-    for vote in ("3", "0", "two"):
+    for vote in ("3", "0", "two", "22222222222222222222222"):
         assert refusal(answer(ada, code, question=FIRST.id, choice=choice, round=vote)) == (
             422,
             "above",
-            f"The field “round” must be 1 or 2 (got {vote!r}).",
+            f"The field “round” must be 1 or 2 (got {vote[:20]!r}).",  # quoted up to 20
         )
-    assert refusal(answer(ada, code, question=FIRST.id, choice=choice, confidence="maybe")) == (
-        422,
-        "above",
-        "The field “confidence” must be “sure”, “unsure” or empty (got 'maybe').",
-    )
+    for said in ("maybe", "Sure", "sure and certain, absolutely"):
+        assert refusal(answer(ada, code, question=FIRST.id, choice=choice, confidence=said)) == (
+            422,
+            "above",
+            f"The field “confidence” must be “sure”, “unsure” or empty (got {said[:20]!r}).",
+        )
     assert client.post(f"/class/{code}/pause").status_code == 200
     assert refusal(answer(ada, code, question=FIRST.id, choice=choice)) == (
         409,
@@ -606,3 +607,21 @@ def test_a_lab_state_of_exactly_4000_characters_is_shared(client: TestClient) ->
         "This lab state is 4,001 characters long as a link; a shared state holds at most 4,000."
         " Its field “targets” alone has 3,971: use fewer ranks, items or digits.",
     )
+
+
+def test_a_class_whose_lesson_is_no_longer_served_follows_the_first_one(tmp_path: Path) -> None:
+    """A server restarted with another lesson (or course) keeps its classes: one whose lesson it
+    no longer serves follows the first lesson it serves."""
+    (tmp_path / "course").mkdir()
+    course = settings_for(tmp_path / "data", lesson_path=course_folder(tmp_path / "course"))
+    with TestClient(create_app(course)) as host:
+        start_class(host)
+        started = host.post("/class/new", data={"lesson": test_live.SHARD}, follow_redirects=False)
+        code = started.headers["location"].split("/")[2]
+        cookies = dict(host.cookies)
+    with TestClient(create_app(settings_for(tmp_path / "data"))) as host:
+        host.cookies.update(cookies)
+        page = host.get(f"/class/{code}/host")
+        assert page.status_code == 200
+        asked = [str(option["value"]) for option in soup(page.text).select("#question option")]
+        assert asked == [question.id for question in questions()]
