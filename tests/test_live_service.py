@@ -200,6 +200,17 @@ def test_an_answer_out_of_turn_is_refused_in_words(client: TestClient) -> None:
             "above",
             f"The field “confidence” must be “sure”, “unsure” or empty (got {said[:20]!r}).",
         )
+    count = len(FIRST.choices)
+    assert refusal(answer(ada, code, question=FIRST.id, choice="9")) == (
+        422,
+        "above",
+        f"option 9 does not exist (1 to {count})",
+    )
+    assert refusal(answer(ada, code, question="nope", choice=choice)) == (
+        422,
+        "above",
+        f"unknown question 'nope' (expected one of {', '.join(q.id for q in questions())})",
+    )
     assert client.post(f"/class/{code}/pause").status_code == 200
     assert refusal(answer(ada, code, question=FIRST.id, choice=choice)) == (
         409,
