@@ -453,5 +453,6 @@ def test_an_answer_to_a_class_there_is_not_is_refused_naming_its_code(tmp_path: 
         nowhere, ada = client.portal.call(both)  # type: ignore[union-attr]
         assert isinstance(nowhere, NotFoundError)
         assert nowhere.field == "code"
+        assert nowhere.message == f"There is no class with the code {gone}."
         assert isinstance(ada, Answered)
         assert exported(client, code) == [("Ada", first.id, right)]
