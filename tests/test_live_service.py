@@ -636,3 +636,32 @@ def test_a_class_whose_lesson_is_no_longer_served_follows_the_first_one(tmp_path
         assert page.status_code == 200
         asked = [str(option["value"]) for option in soup(page.text).select("#question option")]
         assert asked == [question.id for question in questions()]
+
+
+# "Sisyphus" in Greek, in lower case and in capitals: one nickname by case (casefolded, the
+# final sigma too), though the two do not look alike (their skeletons differ).
+SISYPHUS = "\u03a3\u03af\u03c3\u03c5\u03c6\u03bf\u03c2"
+CAPITALS = "\u03a3\u038a\u03a3\u03a5\u03a6\u039f\u03a3"
+
+
+def test_a_nickname_in_other_capitals_is_taken_and_stays_out_once_removed(
+    client: TestClient,
+) -> None:
+    code = start_class(client)
+    student(client, code, SISYPHUS)
+    assert refusal(
+        other_browser(client).post("/join", data={"code": code, "nickname": CAPITALS})
+    ) == (
+        409,
+        "nickname",
+        f"“{CAPITALS}” is taken in this class (as “{SISYPHUS}”); choose another.",
+    )
+    who = remove_button(client, code, SISYPHUS)
+    assert client.post(f"/class/{code}/remove", data={"participant": who}).status_code == 200
+    assert refusal(
+        other_browser(client).post("/join", data={"code": code, "nickname": CAPITALS})
+    ) == (
+        403,
+        "nickname",
+        "The instructor removed you from this class; only they can let you back in.",
+    )
