@@ -665,3 +665,14 @@ def test_a_nickname_in_other_capitals_is_taken_and_stays_out_once_removed(
         "nickname",
         "The instructor removed you from this class; only they can let you back in.",
     )
+
+
+def test_a_student_who_joins_shows_on_an_open_dashboard_at_once(client: TestClient) -> None:
+    code = start_class(client)
+    quiet_other_workers(client)
+    with client.stream("GET", f"/class/{code}/events?view=host") as dashboard:
+        assert dashboard.status_code == 200
+        watching = events(dashboard)
+        next_event(watching, lambda event: event.name == "host", "the dashboard")
+        student(client, code, "Ada")
+        next_event(watching, lambda event: "Ada" in event.data, "Ada joined")
