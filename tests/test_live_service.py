@@ -676,3 +676,9 @@ def test_a_student_who_joins_shows_on_an_open_dashboard_at_once(client: TestClie
         next_event(watching, lambda event: event.name == "host", "the dashboard")
         student(client, code, "Ada")
         next_event(watching, lambda event: "Ada" in event.data, "Ada joined")
+
+
+def test_a_new_class_has_sent_no_lab_state(client: TestClient) -> None:
+    code = start_class(client)
+    ada = student(client, code, "Ada")
+    assert soup(ada.get(f"/class/{code}").text).select_one("#class-lab-sent") is None
