@@ -211,6 +211,7 @@ def test_a_student_removed_between_the_read_and_the_write_fails_no_other_answer(
         assert (ada.error, bo.error) == (None, None)
         assert ada.student_id is not None
         assert bo.student_id is None  # removed: the route sends them to the join form
+        assert bo.live.code == code  # ... of their class
         assert exported(client, code) == [("Ada", first.id, right)]
 
 
@@ -254,6 +255,7 @@ def test_a_student_removed_before_their_refusals_page_is_read_fails_no_other_ans
         assert (ada.error, ada.student) == (None, None)
         assert ada.student_id is not None
         assert bo.student_id is None  # removed: the route sends them to the join form
+        assert bo.live.code == code  # ... of their class
         assert exported(client, code) == [("Ada", first.id, right)]
 
 
@@ -451,5 +453,6 @@ def test_an_answer_to_a_class_there_is_not_is_refused_naming_its_code(tmp_path: 
         nowhere, ada = client.portal.call(both)  # type: ignore[union-attr]
         assert isinstance(nowhere, NotFoundError)
         assert nowhere.field == "code"
+        assert nowhere.message == f"There is no class with the code {gone}."
         assert isinstance(ada, Answered)
         assert exported(client, code) == [("Ada", first.id, right)]
