@@ -1,29 +1,328 @@
-"""The live class's storage (app/live/store.py): the worker's write turns, the queries the class
-makes, on a real SQLite database, each read back from the database. Written for the survivors of
+"""The live class's storage (app/live/store.py): the worker's write turns, the engines' settings
+and the queries the class makes, on the real app's SQLite database (and a private PostgreSQL
+where the branch is PostgreSQL's), each read back from the database. Written for the survivors of
 its mutation run (docs/testing.md, "The live class")."""
 
 import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
 
+import asyncpg
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.live import store
+from app.live.database import CONNECT_TIMEOUT_S, QUERY_TIMEOUT_S
 from app.live.store import WriteTurns
+from app.main import create_app
+from tests import test_live
+from tests.test_live import settings_for, start_class
+
+data_dir = test_live.data_dir
+T = TypeVar("T")
+
+
+@pytest.fixture
+def client(data_dir: Path) -> Iterator[TestClient]:
+    with TestClient(create_app(settings_for(data_dir))) as host:
+        yield host
+
+
+def on_app(client: TestClient, work: Callable[[store.Store], Awaitable[T]]) -> T:
+    """``work`` on the app's own store, on the app's loop."""
+    db: store.Store = client.app.state.live_store  # type: ignore[attr-defined]
+
+    async def run() -> T:
+        return await work(db)
+
+    return client.portal.call(run)  # type: ignore[union-attr]
+
+
+# ---- the engines --------------------------------------------------------------------------
+
+
+async def pragmas(engine: AsyncEngine) -> dict[str, object]:
+    async with engine.connect() as connection:
+        return {
+            name: (await connection.execute(text(f"PRAGMA {name}"))).scalar_one()
+            for name in ("journal_mode", "synchronous", "foreign_keys", "busy_timeout")
+        }
+
+
+def test_every_sqlite_connection_writes_ahead_durably_keeps_foreign_keys_and_waits_30_s(
+    client: TestClient,
+) -> None:
+    """WAL (readers never wait for the writer), synchronous NORMAL (1), foreign keys on, and a
+    writer of another worker waited for 30 s (30,000 ms), on the requests' connections and on
+    the streams' own."""
+
+    async def both(db: store.Store) -> list[dict[str, object]]:
+        return [await pragmas(db.engine), await pragmas(db.feed_engine)]
+
+    expected = {"journal_mode": "wal", "synchronous": 1, "foreign_keys": 1, "busy_timeout": 30_000}
+    assert on_app(client, both) == [expected, expected]
+
+
+def test_the_requests_keep_5_connections_and_10_more_at_a_peak_the_streams_2_and_2(
+    client: TestClient,
+) -> None:
+    async def sizes(db: store.Store) -> list[tuple[int, int]]:
+        return [
+            (engine.pool.size(), engine.pool._max_overflow)  # type: ignore[attr-defined]
+            for engine in (db.engine, db.feed_engine)
+        ]
+
+    assert on_app(client, sizes) == [(5, 10), (2, 2)]
+
+
+def test_a_replicas_engine_pings_its_connections_and_bounds_asyncpgs_waits() -> None:
+    """What the engine hands asyncpg when it connects (captured as it connects, to a port where
+    nothing listens): the connection's and each query's timeouts; and a connection taken from
+    the pool is pinged first (a replica restarted meanwhile)."""
+    url = "postgresql+asyncpg://atlas:secret@127.0.0.1:9/atlas"
+    given: list[dict[str, Any]] = []
+
+    class CapturedError(Exception):
+        pass
+
+    async def connect() -> None:
+        engine = store.make_engine(url)
+        assert (engine.pool.size(), engine.pool._max_overflow) == (5, 10)  # type: ignore[attr-defined]
+        assert engine.pool._pre_ping is True  # type: ignore[attr-defined]
+
+        @event.listens_for(engine.sync_engine, "do_connect")
+        def capture(dialect: object, record: object, args: object, params: dict[str, Any]) -> None:
+            given.append(dict(params))
+            raise CapturedError
+
+        try:
+            with pytest.raises(CapturedError):
+                async with engine.connect():
+                    pass
+        finally:
+            await engine.dispose()
+
+    asyncio.run(connect())
+    [params] = given
+    assert (params["timeout"], params["command_timeout"]) == (CONNECT_TIMEOUT_S, QUERY_TIMEOUT_S)
+    assert (params["host"], params["port"], params["database"]) == ("127.0.0.1", 9, "atlas")
+
+
+# ---- the write turns ----------------------------------------------------------------------
+
+
+async def holding(turns: WriteTurns, first: bool = False) -> tuple[asyncio.Event, asyncio.Event]:
+    """A writer that takes its turn (``got`` set) and holds it until ``done`` is set."""
+    got, done = asyncio.Event(), asyncio.Event()
+
+    async def write() -> None:
+        async with turns.turn(first):
+            got.set()
+            await done.wait()
+
+    asyncio.get_running_loop().create_task(write())
+    return got, done
 
 
 def test_the_instructors_writer_goes_before_the_others_waiting() -> None:
     async def run() -> list[str]:
         turns = WriteTurns()
         order: list[str] = []
-        holder = turns.turn()
-        await holder.__aenter__()  # a writer holds the turn
+        got, done = await holding(turns)
+        await got.wait()  # a writer holds the turn
 
         async def write(name: str, first: bool) -> None:
             async with turns.turn(first):
                 order.append(name)
 
-        waiting = [asyncio.create_task(write("answer", False))]
+        waiting = [asyncio.create_task(write("answer 1", False))]
         await asyncio.sleep(0)  # the answer waits in line first
-        waiting.append(asyncio.create_task(write("pause", True)))
+        waiting += [asyncio.create_task(write("pause", True))]
         await asyncio.sleep(0)
-        await holder.__aexit__(None, None, None)
-        await asyncio.gather(*waiting)
+        waiting += [asyncio.create_task(write("answer 2", False))]
+        await asyncio.sleep(0)
+        done.set()
+        await asyncio.wait_for(asyncio.gather(*waiting), 5)
         return order
 
-    assert asyncio.run(run()) == ["pause", "answer"]
+    assert asyncio.run(run()) == ["pause", "answer 1", "answer 2"]
+
+
+def test_a_turn_given_back_goes_to_the_next_writer_or_to_the_next_one_to_come() -> None:
+    async def run() -> None:
+        turns = WriteTurns()
+        # No one writing: a writer goes at once, and again after it.
+        for _ in range(2):
+            got, done = await holding(turns)
+            await asyncio.wait_for(got.wait(), 5)
+            done.set()
+            await asyncio.sleep(0)
+        # One writing, one waiting: the waiting one goes once the first is done, not before.
+        got, done = await holding(turns)
+        await got.wait()
+        then, then_done = await holding(turns)
+        await asyncio.sleep(0)
+        assert not then.is_set()
+        done.set()
+        await asyncio.wait_for(then.wait(), 5)
+        # A writer that gave up waiting is skipped: the turn goes to the one behind it.
+        quitter = asyncio.create_task(turns.turn().__aenter__())
+        behind, behind_done = await holding(turns)
+        await asyncio.sleep(0)
+        quitter.cancel()
+        then_done.set()
+        await asyncio.wait_for(behind.wait(), 5)
+        behind_done.set()
+        # And after everyone, the next writer goes at once.
+        last, last_done = await holding(turns)
+        await asyncio.wait_for(last.wait(), 5)
+        last_done.set()
+
+    asyncio.run(run())
+
+
+# ---- time ---------------------------------------------------------------------------------
+
+
+def test_the_moments_stored_are_utc_whatever_the_servers_time_zone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server set to another zone (5 hours behind UTC, 9 ahead) stores the same moments: what
+    the export writes and what orders events is UTC, naive; ``now`` is to the second."""
+    for zone in ("EST+5", "JST-9"):
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+        before = datetime.now(UTC).replace(tzinfo=None)
+        moment, second = store.moment(), store.now()
+        after = datetime.now(UTC).replace(tzinfo=None)
+        assert before <= moment <= after
+        assert before.replace(microsecond=0) <= second <= after
+        assert second.microsecond == 0
+    monkeypatch.delenv("TZ")
+    time.tzset()
+
+
+# ---- PostgreSQL ---------------------------------------------------------------------------
+
+
+def test_replicas_let_a_workers_writers_run_together_with_connections_of_their_own() -> None:
+    """No write turns on PostgreSQL (it locks rows itself): a second writing transaction of the
+    worker begins while the first is open (neither connects until it runs a statement); the
+    streams' engine keeps 2 connections and 2 more, the requests' 5 and 10."""
+
+    async def run() -> None:
+        db = store.Store("postgresql+asyncpg://atlas:secret@127.0.0.1:9/atlas")
+        try:
+            sizes = [
+                (engine.pool.size(), engine.pool._max_overflow)  # type: ignore[attr-defined]
+                for engine in (db.engine, db.feed_engine)
+            ]
+            assert sizes == [(5, 10), (2, 2)]
+            async with db.session(), db.session(first=True):
+                pass
+        finally:
+            await db.close()
+
+    asyncio.run(asyncio.wait_for(run(), 10))
+
+
+@pytest.fixture
+def postgresql_client(data_dir: Path, postgres_url: str) -> Iterator[TestClient]:
+    with TestClient(create_app(settings_for(data_dir, database_url=postgres_url))) as host:
+        yield host
+
+
+def test_a_change_on_postgresql_notifies_the_class_at_commit_and_never_for_a_rollback(
+    postgresql_client: TestClient, postgres_url: str
+) -> None:
+    code = start_class(postgresql_client)
+    heard: list[str] = []
+
+    async def run() -> list[str]:
+        db: store.Store = postgresql_client.app.state.live_store  # type: ignore[attr-defined]
+        listener = await asyncpg.connect(postgres_url)
+        arrived = asyncio.Event()
+
+        def hear(_connection: object, _pid: int, channel: str, payload: str) -> None:
+            heard.append(f"{channel} {payload}")
+            arrived.set()
+
+        await listener.add_listener(store.NOTIFY_CHANNEL, hear)
+        try:
+            async with db.session(write=False) as session:
+                live = await store.class_by_code(session, code)
+                assert live is not None
+            ident = live.id
+            async with db.session() as session:
+                await store.change(session, ident, phase="paused")
+                await session.rollback()
+            async with db.session() as session:
+                await store.change(session, ident, question="q1", phase="paused")
+                assert session.info[store.CHANGED] == {ident}
+                assert heard == []  # delivered at commit, not before
+            await asyncio.wait_for(arrived.wait(), 5)
+            arrived.clear()
+            async with db.session() as session:
+                await store.change(session, ident)  # nothing to change: the word alone
+            await asyncio.wait_for(arrived.wait(), 5)
+            async with db.session(write=False) as session:
+                again = await store.class_by_code(session, code)
+                assert again is not None
+                assert (again.question, again.phase, again.version) == ("q1", "paused", 1)
+            return [f"{store.NOTIFY_CHANNEL} {ident}"] * 2
+        finally:
+            await listener.close()
+
+    expected = postgresql_client.portal.call(run)  # type: ignore[union-attr]
+    assert heard == expected
+
+
+def test_starting_classes_on_postgresql_queue_on_one_lock_until_commit(
+    postgresql_client: TestClient,
+) -> None:
+    """Two transactions counting the classes to start one: the second waits for the first's
+    commit (PostgreSQL shows it waiting on the advisory lock), so its count includes it."""
+
+    async def run() -> None:
+        db: store.Store = postgresql_client.app.state.live_store  # type: ignore[attr-defined]
+        first_locked = asyncio.Event()
+        release = asyncio.Event()
+
+        async def first() -> None:
+            async with db.session() as session:
+                await store.lock_classes(session)
+                first_locked.set()
+                await release.wait()
+
+        async def second() -> None:
+            async with db.session() as session:
+                await store.lock_classes(session)
+
+        holder = asyncio.create_task(first())
+        await first_locked.wait()
+        waiter = asyncio.create_task(second())
+        # Wait until PostgreSQL shows the second transaction waiting on the advisory lock.
+        while True:
+            async with db.session(write=False) as session:
+                waiting = (
+                    await session.execute(
+                        text(
+                            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+                            " AND NOT granted"
+                        )
+                    )
+                ).scalar_one()
+            if waiting or waiter.done():
+                break
+            await asyncio.sleep(0.05)
+        assert waiting == 1
+        assert not waiter.done()
+        release.set()
+        await asyncio.wait_for(asyncio.gather(holder, waiter), 10)
+
+    postgresql_client.portal.call(run)  # type: ignore[union-attr]
