@@ -1,18 +1,35 @@
 """The live class's streams (app/live/events.py): a page's live parts as Server-Sent Events,
-through the real app on SQLite: what each stream sends first, on a change, and when its page has
-nothing left to show. Written for the survivors of its mutation run (docs/testing.md, "The live
-class")."""
+through the real app on SQLite, in this process: what each stream sends first, on a change, and
+when its page has nothing left to show; a class's feed in the worker, which reads the class once
+for all its streams, waits out a database that is away and ends its streams when it fails.
+Written for the survivors of its mutation run (docs/testing.md, "The live class")."""
 
+import asyncio
+import itertools
+import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import event, text
+from sse_starlette import ServerSentEvent
 
+from app.live import events as live_events
+from app.live import store
+from app.live.service import Snapshot
 from app.main import create_app
 from tests import test_live
-from tests.test_live import settings_for, start_class, student
-from tests.test_live_refusals import events, next_event, student_ids
+from tests.test_live import questions, settings_for, start_class, student
+from tests.test_live_refusals import (
+    Event,
+    class_id,
+    events,
+    next_event,
+    quiet_other_workers,
+    student_ids,
+)
 
 data_dir = test_live.data_dir
 
@@ -23,14 +40,220 @@ def client(data_dir: Path) -> Iterator[TestClient]:
         yield host
 
 
-def test_a_removed_students_stream_says_gone(client: TestClient) -> None:
+class Lines(logging.Handler):
+    """The app's log records (logger ``atlas``)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def logged() -> Iterator[Lines]:
+    logger = logging.getLogger("atlas")
+    handler = Lines()
+    logger.addHandler(handler)
+    yield handler
+    logger.removeHandler(handler)
+
+
+def to_the_end(stream: Iterator[Event]) -> list[Event]:
+    """The stream's events until it ends (a ping first: it went on, which fails)."""
+    rest = []
+    for item in stream:
+        assert item.name != ":", f"the stream went on after {rest}"
+        rest.append(item)
+    return rest
+
+
+def reads_of(client: TestClient) -> list[float]:
+    """When each read of a class by the streams' connections began (its students' answers,
+    the last statement of a snapshot), as the feeds' engine runs them."""
+    db: store.Store = client.app.state.live_store  # type: ignore[attr-defined]
+    began: list[float] = []
+
+    @event.listens_for(db.feed_engine.sync_engine, "before_cursor_execute")
+    def note(_c: object, _r: object, statement: str, *_rest: object) -> None:
+        if "FROM live_answers" in statement:
+            began.append(time.monotonic())
+
+    return began
+
+
+def test_a_students_stream_shows_their_page_then_says_gone_once_they_are_removed(
+    client: TestClient,
+) -> None:
     code = start_class(client)
     ada = student(client, code, "Ada")
     with ada.stream("GET", f"/class/{code}/events") as stream:
         assert stream.status_code == 200
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        # Never kept by a cache or buffered by a proxy (nginx) on its way.
+        assert stream.headers["cache-control"] == "no-store"
+        assert stream.headers["x-accel-buffering"] == "no"
         watching = events(stream)
         next_event(watching, lambda e: e.name == "class", "Ada's page")
         who = student_ids(client, code)["Ada"]
         removed = client.post(f"/class/{code}/remove", data={"participant": who})
         assert removed.status_code == 200, removed.text[:300]
-        assert next_event(watching, lambda e: e.name != "class", "the end").name == "gone"
+        assert to_the_end(watching) == [Event("gone", "")]
+
+
+def test_a_feed_that_fails_ends_its_streams_logs_why_and_the_page_reconnects_to_a_new_one(
+    client: TestClient, logged: Lines
+) -> None:
+    """Not the database away: a bug while reading the class. Its streams end without a word
+    (the page's EventSource reconnects), the log says which class's feed failed and why, and a
+    stream opened after reads the class anew."""
+    code = start_class(client)
+    first = questions()[0]
+    ident = class_id(client, code)
+    service = client.app.state.live  # type: ignore[attr-defined]
+
+    async def broken(*args: object) -> None:
+        raise RuntimeError("a bug while reading the class")
+
+    path = f"/class/{code}/events?view=host"
+    with client.stream("GET", path) as dashboard:
+        watching = events(dashboard)
+        next_event(watching, lambda e: e.name == "host", "the dashboard")
+        client.post(f"/class/{code}/ask", data={"question": first.id}).raise_for_status()
+        next_event(watching, lambda e: e.name == "host", "the question asked")
+        service.snapshot = broken
+        try:
+            feeds: live_events.Feeds = client.app.state.live_feeds  # type: ignore[attr-defined]
+            client.portal.call(feeds.wake, [ident])  # type: ignore[union-attr]
+            assert to_the_end(watching) == []
+        finally:
+            del service.snapshot
+    [record] = logged.records
+    assert record.getMessage() == f"live class feed of class {ident} failed"
+    assert record.exc_info is not None
+    assert str(record.exc_info[1]) == "a bug while reading the class"
+    with client.stream("GET", path) as again:
+        shown = next_event(events(again), lambda e: e.name == "host", "the dashboard")
+        assert f"Question {first.number}:" in shown.data
+
+
+def test_a_feed_waits_out_a_database_away_trying_again_sooner_then_later(
+    client: TestClient,
+) -> None:
+    """While the class cannot be read for the database (here its answers' table is away), the
+    streams keep what they show and the feed tries again 0.1 s later, then 0.2, 0.4, 0.8 …;
+    once the table is back the next try reads the class and the streams show the change."""
+    code = start_class(client)
+    first = questions()[0]
+    quiet_other_workers(client)
+    ident = class_id(client, code)
+    db: store.Store = client.app.state.live_store  # type: ignore[attr-defined]
+    feeds: live_events.Feeds = client.app.state.live_feeds  # type: ignore[attr-defined]
+    began = reads_of(client)
+
+    async def rename(old: str, new: str) -> None:
+        async with db.session() as session:
+            await session.execute(text(f"ALTER TABLE {old} RENAME TO {new}"))
+
+    async def ask_unseen() -> None:
+        # The change made elsewhere, committed without a word to this worker.
+        async with db.session() as session:
+            await store.change(session, ident, question=first.id, phase="open")
+        await rename("live_answers", "live_answers_away")
+        feeds.wake([ident])
+
+    async def tries(count: int) -> None:
+        while len(began) < count:
+            await asyncio.sleep(0.02)
+
+    with client.stream("GET", f"/class/{code}/events?view=host") as dashboard:
+        watching = events(dashboard)
+        next_event(watching, lambda e: e.name == "host", "the dashboard")
+        at = len(began)
+        client.portal.call(ask_unseen)  # type: ignore[union-attr]
+        client.portal.call(asyncio.wait_for, tries(at + 5), 10)  # type: ignore[union-attr]
+        client.portal.call(rename, "live_answers_away", "live_answers")  # type: ignore[union-attr]
+        shown = next_event(watching, lambda e: e.name == "host", "the question asked")
+        assert f"Question {first.number}:" in shown.data
+    tried = began[at : at + 5]
+    gaps = [later - sooner for sooner, later in itertools.pairwise(tried)]
+    for gap, wait in zip(gaps, (0.1, 0.2, 0.4, 0.8), strict=True):
+        assert gap >= wait * 0.9, gaps
+    assert sum(gaps[:3]) < 1.2, gaps  # 0.1 + 0.2 + 0.4 s, with room for a loaded machine
+
+
+def test_streams_opening_together_share_a_read_and_the_worker_forgets_a_class_left(
+    client: TestClient,
+) -> None:
+    """Ten streams of a class opening at once read it three times at most (the feed's first
+    read, and the joining streams' reads: the first to arrive reads, and those that arrived
+    before its read began share the next), not ten times; once the last stream has left, the
+    worker follows the class no more, and its feed's task has ended."""
+    code = start_class(client)
+    for n in range(3):
+        student(client, code, f"S{n}")
+    ident = class_id(client, code)
+    quiet_other_workers(client)  # no version poll's look at the class meanwhile
+    feeds: live_events.Feeds = client.app.state.live_feeds  # type: ignore[attr-defined]
+    began = reads_of(client)
+
+    def render(snapshot: Snapshot, first: bool) -> Iterator[ServerSentEvent]:
+        return iter((ServerSentEvent(data=str(len(snapshot.students)), event="class"),))
+
+    async def run() -> tuple[list[str], int, list[int], list[str]]:
+        streams = [live_events._follow(feeds, ident, render, lambda: None, None) for _ in range(10)]
+        firsts = await asyncio.gather(*(stream.__anext__() for stream in streams))
+        reads = len(began)
+        following = feeds.followed()
+        for stream in streams:
+            await stream.aclose()
+        tasks = [task.get_name() for task in asyncio.all_tasks() if not task.done()]
+        return [first.data for first in firsts], reads, following, tasks
+
+    firsts, reads, following, tasks = client.portal.call(run)  # type: ignore[union-attr]
+    assert firsts == ["3"] * 10
+    assert 1 <= reads <= 3
+    assert following == [ident]
+    assert feeds.followed() == []
+    assert f"live-feed-{ident}" not in tasks
+
+
+def test_an_idle_class_is_not_read_again_until_it_changes(client: TestClient) -> None:
+    """A class whose streams wait and in which nothing changes costs no read of it, however
+    many times the worker looks whether it changed (its version poll); a change costs one."""
+    code = start_class(client)
+    db: store.Store = client.app.state.live_store  # type: ignore[attr-defined]
+    began = reads_of(client)
+    polls: list[float] = []
+
+    @event.listens_for(db.feed_engine.sync_engine, "before_cursor_execute")
+    def note(_c: object, _r: object, statement: str, *_rest: object) -> None:
+        if "live_classes.version" in statement:
+            polls.append(time.monotonic())
+
+    async def polled(count: int) -> None:
+        while len(polls) < count:
+            await asyncio.sleep(0.02)
+
+    async def read(count: int) -> None:
+        while len(began) < count:
+            await asyncio.sleep(0.02)
+
+    with client.stream("GET", f"/class/{code}/events?view=host") as dashboard:
+        watching = events(dashboard)
+        next_event(watching, lambda e: e.name == "host", "the dashboard")
+        # The poll's first look at a class wakes its feed (a change between the feed's first
+        # read and that look is not missed): one read more.
+        client.portal.call(asyncio.wait_for, read(len(began) + 1), 10)  # type: ignore[union-attr]
+        reads = len(began)
+        client.portal.call(asyncio.wait_for, polled(len(polls) + 5), 10)  # type: ignore[union-attr]
+        assert len(began) == reads
+        first = questions()[0]
+        client.post(f"/class/{code}/ask", data={"question": first.id}).raise_for_status()
+        next_event(watching, lambda e: e.name == "host", "the question asked")
+        # Its own change and the poll's look at the new version: two reads at most, then none.
+        client.portal.call(asyncio.wait_for, polled(len(polls) + 3), 10)  # type: ignore[union-attr]
+        reads = len(began)
+        client.portal.call(asyncio.wait_for, polled(len(polls) + 5), 10)  # type: ignore[union-attr]
+        assert len(began) == reads
