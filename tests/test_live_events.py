@@ -21,7 +21,7 @@ from app.live import store
 from app.live.service import Snapshot
 from app.main import create_app
 from tests import test_live
-from tests.test_live import questions, settings_for, start_class, student
+from tests.test_live import node, questions, settings_for, soup, start_class, student, words
 from tests.test_live_refusals import (
     Event,
     class_id,
@@ -257,3 +257,131 @@ def test_an_idle_class_is_not_read_again_until_it_changes(client: TestClient) ->
         reads = len(began)
         client.portal.call(asyncio.wait_for, polled(len(polls) + 5), 10)  # type: ignore[union-attr]
         assert len(began) == reads
+
+
+# ---- what each page's stream sends --------------------------------------------------------
+
+LAB = {"counts": "2,6", "means": "1,3", "eta": "0.1", "w": "10"}
+MOVED = {"counts": "4,4", "means": "1,3", "eta": "0.1", "w": "10"}
+HTMX = {"HX-Request": "true"}
+
+
+def own_lab(event: Event) -> str | None:
+    """The student's own lab the event moves (an out-of-band swap), as its state's counts."""
+    parsed = soup(event.data)
+    lab = parsed.select_one("#class-own-lab[hx-swap-oob]")
+    if lab is None:
+        return None
+    assert lab.select_one("#class-lab-sent") is not None  # "sent this state to everyone"
+    return ",".join(str(counts["value"]) for counts in lab.select("input[name=counts]"))
+
+
+def states(event: Event) -> str | None:
+    """How many students' states the dashboard's picture of the class's labs counts."""
+    found = soup(event.data).select_one("#class-labs [data-value='states']")
+    return found.get_text() if found is not None else None
+
+
+def test_a_students_stream_sends_their_page_only_when_it_changed_and_their_lab_when_sent(
+    client: TestClient,
+) -> None:
+    """Ada's page: whole at first; again only when what it shows changed (not when another
+    student joins or drags, nor when she drags herself); her own lab moved when the instructor
+    sends a state to everyone, and again when the instructor sends it anew after she moved
+    away from it, never when she drags."""
+    code = start_class(client)
+    first = questions()[0]
+    ada = student(client, code, "Ada")
+    with (
+        ada.stream("GET", f"/class/{code}/events") as stream,
+        client.stream("GET", f"/class/{code}/events?view=host") as dashboard,
+    ):
+        watching, hosting = events(stream), events(dashboard)
+        opened = next_event(watching, lambda e: e.name == "class", "Ada's page")
+        assert soup(opened.data).select_one("#class-question h1") is None  # no question yet
+        assert own_lab(opened) is None
+        next_event(hosting, lambda e: "Ada" in e.data, "Ada on the dashboard")
+        # The class changes, not Ada's page: once the dashboard shows it, the class was read.
+        student(client, code, "Bo")
+        next_event(hosting, lambda e: "Bo" in e.data, "Bo on the dashboard")
+        client.post(f"/class/{code}/ask", data={"question": first.id}).raise_for_status()
+        asked = next(watching)
+        assert asked.name == "class"
+        assert words(node(asked.data, "#class-question h1")).startswith(f"{first.number}. ")
+        assert own_lab(asked) is None
+        # Her answer: her page shows it chosen.
+        choice = str(first.answer_number)
+        answered = ada.post(
+            f"/class/{code}/answer", data={"question": first.id, "choice": choice, "round": "1"}
+        )
+        assert answered.status_code == 200
+        chosen = next(watching)
+        assert node(chosen.data, "input[name=choice][checked]")["value"] == choice
+        # The instructor sends a state to everyone: her lab moves to it.
+        client.post(f"/class/{code}/lab", data=LAB).raise_for_status()
+        sent = next(watching)
+        assert own_lab(sent) == LAB["counts"]
+        assert node(sent.data, "input[name=choice][checked]")["value"] == choice  # her page too
+        # She drags away from it: nothing is sent back to her, though the class changed.
+        assert ada.post(f"/class/{code}/share", data=MOVED, headers=HTMX).status_code == 204
+        client.post(f"/class/{code}/pause").raise_for_status()
+        paused = next(watching)
+        assert own_lab(paused) is None
+        assert node(paused.data, "fieldset").has_attr("disabled")
+        # The same state sent again: her lab moves back to it.
+        client.post(f"/class/{code}/lab", data=LAB).raise_for_status()
+        again = next(watching)
+        assert own_lab(again) == LAB["counts"]
+        # She drags to a state, which the instructor then sends to everyone: her lab is where
+        # it was, but now says it is the state sent.
+        assert ada.post(f"/class/{code}/share", data=MOVED, headers=HTMX).status_code == 204
+        client.post(f"/class/{code}/resume").raise_for_status()
+        assert own_lab(next(watching)) is None
+        client.post(f"/class/{code}/lab", data=MOVED).raise_for_status()
+        assert own_lab(next(watching)) == MOVED["counts"]
+        # The class ends: her page says so, and her lab is gone.
+        client.post(f"/class/{code}/end").raise_for_status()
+        ended = next(watching)
+        assert ended.name == "class"
+        assert own_lab(ended) is None
+
+
+def test_two_students_streams_stay_open_together(client: TestClient) -> None:
+    code = start_class(client)
+    first = questions()[0]
+    ada, bo = student(client, code, "Ada"), student(client, code, "Bo")
+    with (
+        ada.stream("GET", f"/class/{code}/events") as one,
+        bo.stream("GET", f"/class/{code}/events") as other,
+    ):
+        mine, theirs = events(one), events(other)
+        next_event(mine, lambda e: e.name == "class", "Ada's page")
+        next_event(theirs, lambda e: e.name == "class", "Bo's page")
+        client.post(f"/class/{code}/ask", data={"question": first.id}).raise_for_status()
+        for watching in (mine, theirs):
+            shown = next(watching)
+            assert shown.name == "class"  # not "gone": neither ended the other
+            assert words(node(shown.data, "#class-question h1")).startswith(f"{first.number}. ")
+
+
+def test_the_projectors_stream_sends_its_part_only_when_what_it_shows_changed(
+    client: TestClient,
+) -> None:
+    code = start_class(client)
+    first = questions()[0]
+    ada = student(client, code, "Ada")
+    with (
+        client.stream("GET", f"/class/{code}/events?view=screen") as stream,
+        client.stream("GET", f"/class/{code}/events?view=host") as dashboard,
+    ):
+        watching, hosting = events(stream), events(dashboard)
+        next_event(watching, lambda e: e.name == "screen", "the projector")
+        next_event(hosting, lambda e: e.name == "host", "the dashboard")
+        # A student's state, which the projector does not show: nothing sent (once the
+        # dashboard shows it, the class was read).
+        assert ada.post(f"/class/{code}/share", data=MOVED, headers=HTMX).status_code == 204
+        next_event(hosting, lambda e: states(e) == "1", "Ada's state on the dashboard")
+        client.post(f"/class/{code}/ask", data={"question": first.id}).raise_for_status()
+        asked = next(watching)
+        assert asked.name == "screen"
+        assert f"{first.number}." in words(soup(asked.data))
