@@ -21,7 +21,8 @@ from app.live.database import CONNECT_TIMEOUT_S, QUERY_TIMEOUT_S
 from app.live.store import WriteTurns
 from app.main import create_app
 from tests import test_live
-from tests.test_live import settings_for, start_class
+from tests.test_live import other_browser, questions, settings_for, start_class, student
+from tests.test_live_refusals import class_id, events, next_event, rows
 
 data_dir = test_live.data_dir
 T = TypeVar("T")
@@ -326,3 +327,81 @@ def test_starting_classes_on_postgresql_queue_on_one_lock_until_commit(
         await asyncio.wait_for(asyncio.gather(holder, waiter), 10)
 
     postgresql_client.portal.call(run)  # type: ignore[union-attr]
+
+
+# ---- the class's answers and versions -----------------------------------------------------
+
+
+def stored_votes(client: TestClient, code: str) -> set[tuple[str, str, int, int]]:
+    """(nickname, question, vote, choice) of every answer the class's rows hold."""
+    found = rows(
+        client,
+        "SELECT p.nickname, a.question, a.round, a.choice FROM live_answers a"
+        " JOIN live_participants p ON p.id = a.participant_id"
+        " JOIN live_classes c ON c.id = a.class_id WHERE c.code = :code",
+        code=code,
+    )
+    return {(str(n), str(q), int(str(r)), int(str(c))) for n, q, r, c in found}
+
+
+def test_a_revote_forgets_that_questions_vote_2_in_that_class_alone(client: TestClient) -> None:
+    first, second = questions()[:2]
+    one = start_class(client)
+    other_host = other_browser(client)
+    other = start_class(other_host)
+    ada, bo = student(client, one, "Ada"), student(other_host, other, "Bo")
+
+    def vote(pupil: TestClient, code: str, question: str, round: int, choice: int) -> None:
+        form = {"question": question, "choice": str(choice), "round": str(round)}
+        assert pupil.post(f"/class/{code}/answer", data=form).status_code == 200
+
+    def two_votes(host: TestClient, code: str, question: str) -> None:
+        host.post(f"/class/{code}/ask", data={"question": question, "rounds": "2"})
+        assert host.post(f"/class/{code}/revote").status_code == 200
+
+    host_of = {one: client, other: other_host}
+    two_votes(client, one, first.id)
+    vote(ada, one, first.id, 2, 1)
+    two_votes(other_host, other, second.id)
+    vote(bo, other, second.id, 2, 2)
+    client.post(f"/class/{one}/ask", data={"question": second.id, "rounds": "2"})
+    vote(ada, one, second.id, 1, 3)
+    assert host_of[one].post(f"/class/{one}/revote").status_code == 200
+    # Class one's vote 2 of the second question starts empty: its other question's vote 2
+    # stays, and so does the other class's vote 2 of that question.
+    assert stored_votes(client, one) == {("Ada", first.id, 2, 1), ("Ada", second.id, 1, 3)}
+    assert stored_votes(client, other) == {("Bo", second.id, 2, 2)}
+    vote(ada, one, second.id, 2, 1)
+    # The first question asked again with two votes: its vote 2 of before is forgotten.
+    two_votes(client, one, first.id)
+    assert stored_votes(client, one) == {("Ada", second.id, 1, 3), ("Ada", second.id, 2, 1)}
+
+
+def test_a_change_made_by_another_worker_reaches_an_open_page_through_the_version_poll(
+    client: TestClient,
+) -> None:
+    """On SQLite each worker looks at the versions of the classes it follows: a change another
+    worker committed (here committed on this worker's database without a word to its feeds)
+    reaches the dashboard open here, each time."""
+    start_class(other_browser(client))  # the class's id is not its version
+    code = start_class(client)
+    ident = class_id(client, code)
+
+    def change_elsewhere(**values: object) -> None:
+        async def change(db: store.Store) -> None:
+            async with db.session() as session:
+                await store.change(session, ident, **values)
+
+        on_app(client, change)
+
+    with client.stream("GET", f"/class/{code}/events?view=host") as dashboard:
+        watching = events(dashboard)
+        next_event(watching, lambda e: e.name == "host", "the dashboard")
+        for question in questions()[:3]:
+            change_elsewhere(question=question.id, phase="paused")
+            shown = next_event(
+                watching,
+                lambda e, n=question.number: f"Question {n}: Answering is paused." in e.data,
+                f"question {question.number} asked elsewhere",
+            )
+            assert shown.name == "host"
