@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -385,3 +386,134 @@ def test_the_projectors_stream_sends_its_part_only_when_what_it_shows_changed(
         asked = next(watching)
         assert asked.name == "screen"
         assert f"{first.number}." in words(soup(asked.data))
+
+
+# ---- the dashboard: at once what the instructor acts on, the details at most every gap ------
+
+
+def parts(event: Event) -> set[str]:
+    """The dashboard's parts an event swaps in (``#class-labs``: the picture of the labs)."""
+    parsed = soup(event.data)
+    found = {str(div["id"]) for div in parsed.select("[hx-swap-oob][id^=host-]")}
+    return found | ({"class-labs"} if parsed.select_one("#class-labs") is not None else set())
+
+
+def test_the_dashboard_sends_the_count_at_once_and_the_students_rows_once_a_gap(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gap of 1.5 s here (the behaviour, not the default, is tested): Ada's row sent, Bo
+    joining within the gap is counted at once (``host-now``), his row held back and sent when
+    the gap ends, with nothing else changing meanwhile."""
+    monkeypatch.setattr(live_events, "DETAILS_GAP_S", 1.5)
+    code = start_class(client)
+    with client.stream("GET", f"/class/{code}/events?view=host") as dashboard:
+        watching = events(dashboard)
+        next_event(watching, lambda e: e.name == "host", "the dashboard")
+        student(client, code, "Ada")
+        next_event(watching, lambda e: "Ada" in e.data, "Ada's row")
+        row_sent = time.monotonic()
+        student(client, code, "Bo")
+        counted = next(watching)
+        assert parts(counted) == {"host-now"}
+        assert "Bo" not in counted.data
+        bo = next(watching)
+        assert "host-roster" in parts(bo)
+        assert "Bo" in words(node(bo.data, "#host-roster"))
+        assert time.monotonic() - row_sent >= 1.5 * 0.9
+
+
+def test_the_dashboard_sends_the_picture_of_the_labs_only_when_it_changed(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No gap here: each change is sent at once, the picture only with a change of a state."""
+    monkeypatch.setattr(live_events, "DETAILS_GAP_S", 0.0)
+    code = start_class(client)
+    first = questions()[0]
+    ada = student(client, code, "Ada")
+    with client.stream("GET", f"/class/{code}/events?view=host") as dashboard:
+        watching = events(dashboard)
+        opened = next_event(watching, lambda e: e.name == "host", "the dashboard")
+        assert "class-labs" in parts(opened)
+        client.post(f"/class/{code}/ask", data={"question": first.id}).raise_for_status()
+        asked = next(watching)
+        assert "host-now" in parts(asked)
+        assert "class-labs" not in parts(asked)
+        assert ada.post(f"/class/{code}/share", data=MOVED, headers=HTMX).status_code == 204
+        shared = next(watching)
+        assert "class-labs" in parts(shared)
+        assert states(shared) == "1"
+        client.post(f"/class/{code}/pause").raise_for_status()
+        assert "class-labs" not in parts(next(watching))
+
+
+def test_an_idle_dashboard_renders_nothing_between_changes(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a change whose details were held back and then sent, a dashboard whose class does
+    not change renders nothing more (it would spin, rendering the same class again and again)."""
+    code = start_class(client)
+    db: store.Store = client.app.state.live_store  # type: ignore[attr-defined]
+    rendered: list[float] = []
+    real = live_events.host_parts
+
+    def counted(*args: Any) -> dict[str, str]:
+        rendered.append(time.monotonic())
+        return real(*args)
+
+    monkeypatch.setattr(live_events, "host_parts", counted)
+    polls: list[float] = []
+
+    @event.listens_for(db.feed_engine.sync_engine, "before_cursor_execute")
+    def note(_c: object, _r: object, statement: str, *_rest: object) -> None:
+        if "live_classes.version" in statement:
+            polls.append(time.monotonic())
+
+    async def polled(count: int) -> None:
+        while len(polls) < count:
+            await asyncio.sleep(0.02)
+
+    with client.stream("GET", f"/class/{code}/events?view=host") as dashboard:
+        watching = events(dashboard)
+        next_event(watching, lambda e: e.name == "host", "the dashboard")
+        student(client, code, "Ada")
+        student(client, code, "Bo")
+        next_event(watching, lambda e: "Bo" in e.data and "host-roster" in parts(e), "Bo's row")
+        client.portal.call(asyncio.wait_for, polled(len(polls) + 3), 10)  # type: ignore[union-attr]
+        done = len(rendered)
+        client.portal.call(asyncio.wait_for, polled(len(polls) + 5), 10)  # type: ignore[union-attr]
+        assert len(rendered) == done
+
+
+def test_each_gap_starts_when_details_were_last_sent_and_a_held_picture_follows_alone(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gap of 1.5 s: Ada's answer counted at once, her row when the gap since the page opened
+    ends (rendered twice, not again and again meanwhile); Bo's answer right after is within the
+    gap that sending began, so it too is counted at once and his row held. Then a state Ada
+    drags to within the gap, which changes the picture alone, is drawn when the gap ends."""
+    monkeypatch.setattr(live_events, "DETAILS_GAP_S", 1.5)
+    rendered: list[float] = []
+    real = live_events.host_parts
+
+    def counted(*args: Any) -> dict[str, str]:
+        rendered.append(time.monotonic())
+        return real(*args)
+
+    monkeypatch.setattr(live_events, "host_parts", counted)
+    code = start_class(client)
+    first = questions()[0]
+    client.post(f"/class/{code}/ask", data={"question": first.id}).raise_for_status()
+    ada, bo = student(client, code, "Ada"), student(client, code, "Bo")
+    assert ada.post(f"/class/{code}/share", data=LAB, headers=HTMX).status_code == 204
+    form = {"question": first.id, "choice": str(first.answer_number), "round": "1"}
+    with client.stream("GET", f"/class/{code}/events?view=host") as dashboard:
+        watching = events(dashboard)
+        next_event(watching, lambda e: e.name == "host", "the dashboard")
+        for pupil in (ada, bo):
+            before = len(rendered)
+            assert pupil.post(f"/class/{code}/answer", data=form).status_code == 200
+            assert parts(next(watching)) == {"host-now"}
+            assert "host-counts" in parts(next(watching))
+            assert len(rendered) - before <= 3
+        assert ada.post(f"/class/{code}/share", data=MOVED, headers=HTMX).status_code == 204
+        assert "class-labs" in parts(next(watching))
