@@ -22,7 +22,7 @@ from app.live.store import WriteTurns
 from app.main import create_app
 from tests import test_live
 from tests.test_live import other_browser, questions, settings_for, start_class, student
-from tests.test_live_refusals import class_id, events, next_event, rows
+from tests.test_live_refusals import class_id, events, exported, next_event, rows
 
 data_dir = test_live.data_dir
 T = TypeVar("T")
@@ -405,3 +405,39 @@ def test_a_change_made_by_another_worker_reaches_an_open_page_through_the_versio
                 f"question {question.number} asked elsewhere",
             )
             assert shown.name == "host"
+
+
+def test_the_export_lists_each_student_in_joining_order_then_their_answers_in_time(
+    client: TestClient,
+) -> None:
+    """By student, in the order they joined (their join times, whatever order their rows were
+    made in), each with their answers in the order given; students who joined in the same
+    second each keep their answers together."""
+    code = start_class(client)
+    first, second = questions()[:2]
+    ada, bo, cy = (student(client, code, name) for name in ("Ada", "Bo", "Cy"))
+    for question in (first, second):
+        client.post(f"/class/{code}/ask", data={"question": question.id}).raise_for_status()
+        for pupil in (ada, bo, cy):
+            form = {"question": question.id, "choice": "1", "round": "1"}
+            assert pupil.post(f"/class/{code}/answer", data=form).status_code == 200
+
+    async def rejoined(db: store.Store) -> None:
+        # Cy joined first, Ada and Bo together a second later; every answer in one second.
+        async with db.session() as session:
+            for name, at in (("Cy", "2026-01-01 10:00:00"), ("Ada", "2026-01-01 10:00:01")):
+                await session.execute(
+                    text("UPDATE live_participants SET joined_at = :at WHERE nickname = :n"),
+                    {"at": at, "n": name},
+                )
+            await session.execute(
+                text("UPDATE live_participants SET joined_at = :at WHERE nickname = 'Bo'"),
+                {"at": "2026-01-01 10:00:01"},
+            )
+            await session.execute(text("UPDATE live_answers SET answered_at = :at"), {"at": at})
+
+    on_app(client, rejoined)
+    listed = [(row[0], row[1]) for row in exported(client, code)[1:]]
+    assert listed == [
+        (name, question.id) for name in ("Cy", "Ada", "Bo") for question in (first, second)
+    ]
