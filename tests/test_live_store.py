@@ -305,26 +305,30 @@ def test_starting_classes_on_postgresql_queue_on_one_lock_until_commit(
                 await store.lock_classes(session)
 
         holder = asyncio.create_task(first())
-        await first_locked.wait()
-        waiter = asyncio.create_task(second())
-        # Wait until PostgreSQL shows the second transaction waiting on the advisory lock.
-        while True:
-            async with db.session(write=False) as session:
-                waiting = (
-                    await session.execute(
-                        text(
-                            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
-                            " AND NOT granted"
+        try:
+            await asyncio.wait_for(first_locked.wait(), 10)
+            waiter = asyncio.create_task(second())
+            # Wait until PostgreSQL shows the second transaction waiting on the advisory lock.
+            while True:
+                async with db.session(write=False) as session:
+                    waiting = (
+                        await session.execute(
+                            text(
+                                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+                                " AND NOT granted"
+                            )
                         )
-                    )
-                ).scalar_one()
-            if waiting or waiter.done():
-                break
-            await asyncio.sleep(0.05)
-        assert waiting == 1
-        assert not waiter.done()
-        release.set()
-        await asyncio.wait_for(asyncio.gather(holder, waiter), 10)
+                    ).scalar_one()
+                if waiting or waiter.done():
+                    break
+                await asyncio.sleep(0.05)
+            assert waiting == 1
+            assert not waiter.done()
+            release.set()
+            await asyncio.wait_for(waiter, 10)
+        finally:
+            release.set()
+            await asyncio.wait_for(holder, 10)
 
     postgresql_client.portal.call(run)  # type: ignore[union-attr]
 
