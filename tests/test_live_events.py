@@ -22,7 +22,16 @@ from app.live import store
 from app.live.service import Snapshot
 from app.main import create_app
 from tests import test_live
-from tests.test_live import node, questions, settings_for, soup, start_class, student, words
+from tests.test_live import (
+    node,
+    other_browser,
+    questions,
+    settings_for,
+    soup,
+    start_class,
+    student,
+    words,
+)
 from tests.test_live_refusals import (
     Event,
     class_id,
@@ -517,3 +526,57 @@ def test_each_gap_starts_when_details_were_last_sent_and_a_held_picture_follows_
             assert len(rendered) - before <= 3
         assert ada.post(f"/class/{code}/share", data=MOVED, headers=HTMX).status_code == 204
         assert "class-labs" in parts(next(watching))
+
+
+# ---- the worker's streams: one per view, and a cap ----------------------------------------
+
+
+def joined(host: TestClient, code: str, nickname: str, address: str) -> TestClient:
+    """A student's browser from ``address``."""
+    browser = other_browser(host, address)
+    sent = browser.post("/join", data={"code": code, "nickname": nickname}, follow_redirects=False)
+    assert sent.status_code == 303, sent.text[:300]
+    return browser
+
+
+def test_a_students_newer_stream_ends_the_older_with_gone(client: TestClient) -> None:
+    """Ada's page opened again (another tab, or its reconnection): the older stream says
+    ``gone`` and ends (its page stops updating); the newer one goes on."""
+    code = start_class(client)
+    first = questions()[0]
+    ada = student(client, code, "Ada")
+    path = f"/class/{code}/events"
+    with ada.stream("GET", path) as older:
+        watching = events(older)
+        next_event(watching, lambda e: e.name == "class", "Ada's page")
+        with ada.stream("GET", path) as newer:
+            going = events(newer)
+            next_event(going, lambda e: e.name == "class", "Ada's page again")
+            assert to_the_end(watching) == [Event("gone", "")]
+            client.post(f"/class/{code}/ask", data={"question": first.id}).raise_for_status()
+            assert "class-question" in next(going).data
+
+
+def test_at_the_cap_the_address_holding_most_streams_loses_its_oldest(data_dir: Path) -> None:
+    """Three streams at most here: Bo's (from one address) opened first, then Ada's and Cy's
+    from another; Di's from that other address ends Ada's, its oldest, not Bo's."""
+    with TestClient(create_app(settings_for(data_dir, max_streams=3))) as host:
+        code = start_class(host)
+        first = questions()[0]
+        bo = joined(host, code, "Bo", "10.0.0.2")
+        ada, cy, di = (joined(host, code, name, "10.0.0.1") for name in ("Ada", "Cy", "Di"))
+        path = f"/class/{code}/events"
+        with (
+            bo.stream("GET", path) as bos,
+            ada.stream("GET", path) as adas,
+            cy.stream("GET", path) as cys,
+        ):
+            watched = [events(stream) for stream in (bos, adas, cys)]
+            for watching in watched:
+                next_event(watching, lambda e: e.name == "class", "a student's page")
+            with di.stream("GET", path) as dis:
+                next_event(events(dis), lambda e: e.name == "class", "Di's page")
+                assert to_the_end(watched[1]) == [Event("gone", "")]
+                host.post(f"/class/{code}/ask", data={"question": first.id}).raise_for_status()
+                for watching in (watched[0], watched[2]):
+                    assert "class-question" in next(watching).data
