@@ -199,7 +199,8 @@ def test_streams_opening_together_share_a_read_and_the_worker_forgets_a_class_le
     """Ten streams of a class opening at once read it three times at most (the feed's first
     read, and the joining streams' reads: the first to arrive reads, and those that arrived
     before its read began share the next), not ten times; once the last stream has left, the
-    worker follows the class no more, and its feed's task has ended."""
+    worker follows the class no more, and its feed's task has ended. A change is read once for
+    all of them."""
     code = start_class(client)
     for n in range(3):
         student(client, code, f"S{n}")
@@ -211,19 +212,31 @@ def test_streams_opening_together_share_a_read_and_the_worker_forgets_a_class_le
     def render(snapshot: Snapshot, first: bool) -> Iterator[ServerSentEvent]:
         return iter((ServerSentEvent(data=str(len(snapshot.students)), event="class"),))
 
-    async def run() -> tuple[list[str], int, list[int], list[str]]:
-        streams = [live_events._follow(feeds, ident, render, lambda: None, None) for _ in range(10)]
-        firsts = await asyncio.gather(*(stream.__anext__() for stream in streams))
-        reads = len(began)
+    streams = [live_events._follow(feeds, ident, render, lambda: None, None) for _ in range(10)]
+
+    async def shown() -> tuple[list[str], int]:
+        shows = await asyncio.gather(*(stream.__anext__() for stream in streams))
+        return [show.data for show in shows], len(began)
+
+    async def run() -> tuple[list[int], list[str]]:
         following = feeds.followed()
+        # The class's feed is one task, named for it (as asyncio's debugging shows it).
+        named = [task.get_name() for task in asyncio.all_tasks() if not task.done()]
+        assert named.count(f"live-feed-{ident}") == 1
         for stream in streams:
             await stream.aclose()
         tasks = [task.get_name() for task in asyncio.all_tasks() if not task.done()]
-        return [first.data for first in firsts], reads, following, tasks
+        return following, tasks
 
-    firsts, reads, following, tasks = client.portal.call(run)  # type: ignore[union-attr]
+    firsts, reads = client.portal.call(shown)  # type: ignore[union-attr]
     assert firsts == ["3"] * 10
     assert 1 <= reads <= 3
+    # A student joins: the feed reads the class once, and every stream shows that read.
+    student(client, code, "S3")
+    changed, read_again = client.portal.call(shown)  # type: ignore[union-attr]
+    assert changed == ["4"] * 10
+    assert read_again == reads + 1
+    following, tasks = client.portal.call(run)  # type: ignore[union-attr]
     assert following == [ident]
     assert feeds.followed() == []
     assert f"live-feed-{ident}" not in tasks
@@ -580,3 +593,33 @@ def test_at_the_cap_the_address_holding_most_streams_loses_its_oldest(data_dir: 
                 host.post(f"/class/{code}/ask", data={"question": first.id}).raise_for_status()
                 for watching in (watched[0], watched[2]):
                     assert "class-question" in next(watching).data
+
+
+def test_details_held_back_are_sent_when_a_short_gap_ends(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gap of 0.3 s: a state Ada drags to right after her row was sent is drawn when that
+    gap ends, not a second later."""
+    monkeypatch.setattr(live_events, "DETAILS_GAP_S", 0.3)
+    code = start_class(client)
+    ident = class_id(client, code)
+    feeds: live_events.Feeds = client.app.state.live_feeds  # type: ignore[attr-defined]
+    with client.stream("GET", f"/class/{code}/events?view=host") as dashboard:
+        watching = events(dashboard)
+        next_event(watching, lambda e: e.name == "host", "the dashboard")
+        student(client, code, "Ada")
+        next_event(watching, lambda e: "Ada" in e.data, "Ada's row")
+        row_sent = time.monotonic()
+
+        async def drag() -> None:
+            db: store.Store = client.app.state.live_store  # type: ignore[attr-defined]
+            async with db.session() as session:
+                found = await session.execute(text("SELECT id FROM live_participants"))
+                who = found.scalar_one()
+                await store.save_lab_states(session, [(who, "counts=2%2C6&means=1%2C3")])
+            feeds.wake([ident])
+
+        client.portal.call(drag)  # type: ignore[union-attr]
+        drawn = next_event(watching, lambda e: "class-labs" in parts(e), "Ada's state drawn")
+        assert states(drawn) == "1"
+        assert time.monotonic() - row_sent < 0.9
