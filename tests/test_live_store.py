@@ -22,7 +22,7 @@ from app.live.store import WriteTurns
 from app.main import create_app
 from tests import test_live
 from tests.test_live import other_browser, questions, settings_for, start_class, student
-from tests.test_live_refusals import class_id, events, exported, next_event, rows
+from tests.test_live_refusals import class_id, events, exported, next_event, rows, student_ids
 
 data_dir = test_live.data_dir
 T = TypeVar("T")
@@ -445,3 +445,56 @@ def test_the_export_lists_each_student_in_joining_order_then_their_answers_in_ti
     assert listed == [
         (name, question.id) for name in ("Cy", "Ada", "Bo") for question in (first, second)
     ]
+
+
+def test_a_device_removed_trying_another_removed_students_nickname_is_refused_in_words(
+    client: TestClient,
+) -> None:
+    """Ada and Bo removed; Ada's device (her cookie) joining as "Bo" matches both removals:
+    refused with the removal's words (403), not a server error."""
+    code = start_class(client)
+    ada = student(client, code, "Ada")
+    student(client, code, "Bo")
+    for name, who in student_ids(client, code).items():
+        removed = client.post(f"/class/{code}/remove", data={"participant": who})
+        assert removed.status_code == 200, name
+    again = ada.post("/join", data={"code": code, "nickname": "Bo"}, follow_redirects=False)
+    assert again.status_code == 403
+    assert "The instructor removed you from this class" in again.text
+
+
+def test_a_classs_students_are_read_in_joining_order(client: TestClient) -> None:
+    """By their join times, whatever order their rows were made in; in one second, by id."""
+    code = start_class(client)
+    for name in ("Ada", "Bo", "Cy", "Di"):
+        student(client, code, name)
+    ident = class_id(client, code)
+
+    async def read(db: store.Store) -> tuple[list[str], list[str]]:
+        async with db.session() as session:
+            for name, at in (("Ada", 3), ("Bo", 1), ("Cy", 1), ("Di", 2)):
+                await session.execute(
+                    text("UPDATE live_participants SET joined_at = :at WHERE nickname = :n"),
+                    {"at": f"2026-01-01 10:00:0{at}", "n": name},
+                )
+        async with db.session(write=False) as session:
+            whole = await store.roster(session, ident)
+            ids = [who for who, _, _ in whole.participants]
+            some = await store.roster(session, ident, [ids[0], ids[2]])
+        return [n for _, n, _ in whole.participants], [n for _, n, _ in some.participants]
+
+    assert on_app(client, read) == (["Bo", "Cy", "Di", "Ada"], ["Bo", "Di"])
+
+
+def test_a_nickname_that_is_one_students_and_looks_like_anothers_is_refused_in_words(
+    client: TestClient,
+) -> None:
+    """A capital I looks like an l and a Cyrillic i like a Latin one: "KaI" and "Ka\u0456"
+    are two students; "Kai" is the first's nickname in another case and looks like the
+    second's: refused naming one of them (409), not a server error."""
+    code = start_class(client)
+    student(client, code, "KaI")
+    student(client, code, "Ka\u0456")
+    third = other_browser(client)
+    sent = third.post("/join", data={"code": code, "nickname": "Kai"}, follow_redirects=False)
+    assert sent.status_code == 409, sent.text[:300]
