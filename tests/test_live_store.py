@@ -415,8 +415,9 @@ def test_the_export_lists_each_student_in_joining_order_then_their_answers_in_ti
     client: TestClient,
 ) -> None:
     """By student, in the order they joined (their join times, whatever order their rows were
-    made in), each with their answers in the order given; students who joined in the same
-    second each keep their answers together."""
+    made in), each with their answers in the order they were given (their times, whatever
+    order their rows were made in); students who joined in the same second each keep their
+    answers together."""
     code = start_class(client)
     first, second = questions()[:2]
     ada, bo, cy = (student(client, code, name) for name in ("Ada", "Bo", "Cy"))
@@ -427,7 +428,7 @@ def test_the_export_lists_each_student_in_joining_order_then_their_answers_in_ti
             assert pupil.post(f"/class/{code}/answer", data=form).status_code == 200
 
     async def rejoined(db: store.Store) -> None:
-        # Cy joined first, Ada and Bo together a second later; every answer in one second.
+        # Cy joined first, Ada and Bo together a second later.
         async with db.session() as session:
             for name, at in (("Cy", "2026-01-01 10:00:00"), ("Ada", "2026-01-01 10:00:01")):
                 await session.execute(
@@ -438,12 +439,17 @@ def test_the_export_lists_each_student_in_joining_order_then_their_answers_in_ti
                 text("UPDATE live_participants SET joined_at = :at WHERE nickname = 'Bo'"),
                 {"at": "2026-01-01 10:00:01"},
             )
-            await session.execute(text("UPDATE live_answers SET answered_at = :at"), {"at": at})
+            # Every answer to the second question stored a second before the first's.
+            for question, at in ((first, "2026-01-01 10:00:05"), (second, "2026-01-01 10:00:04")):
+                await session.execute(
+                    text("UPDATE live_answers SET answered_at = :at WHERE question = :q"),
+                    {"at": at, "q": question.id},
+                )
 
     on_app(client, rejoined)
     listed = [(row[0], row[1]) for row in exported(client, code)[1:]]
     assert listed == [
-        (name, question.id) for name in ("Cy", "Ada", "Bo") for question in (first, second)
+        (name, question.id) for name in ("Cy", "Ada", "Bo") for question in (second, first)
     ]
 
 
