@@ -6,14 +6,14 @@ its mutation run (docs/testing.md, "The live class")."""
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import asyncpg
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import event, text
+from sqlalchemy import event, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.live import store
@@ -504,3 +504,47 @@ def test_a_nickname_that_is_one_students_and_looks_like_anothers_is_refused_in_w
     third = other_browser(client)
     sent = third.post("/join", data={"code": code, "nickname": "Kai"}, follow_redirects=False)
     assert sent.status_code == 409, sent.text[:300]
+
+
+# ---- ages: the purge and the class limit, to the second -----------------------------------
+
+
+def test_a_class_exactly_as_old_as_the_limits_is_kept_and_counted_a_second_older_is_not(
+    client: TestClient,
+) -> None:
+    """Times are to the second: a class started exactly ``retention_days`` ago is kept by the
+    purge, one a second older deleted; one no student joined, started exactly
+    ``UNJOINED_HOURS`` ago, still holds a place against the class limit and is kept, a second
+    older it holds none and is deleted."""
+    codes = [start_class(other_browser(client)) for _ in range(4)]
+    student(client, codes[0], "Ada")
+    student(client, codes[1], "Bo")
+    retention = 3.0
+
+    async def ages(db: store.Store) -> tuple[int, int, set[str]]:
+        for _ in range(10):  # until the seconds of both reads and the purge are one
+            at = store.now()
+            born = {
+                codes[0]: at - timedelta(days=retention),  # joined, the retention exactly
+                codes[1]: at - timedelta(days=retention, seconds=1),
+                codes[2]: at - timedelta(hours=store.UNJOINED_HOURS),  # never joined
+                codes[3]: at - timedelta(hours=store.UNJOINED_HOURS, seconds=1),
+            }
+            async with db.session() as session:
+                for code, when in born.items():
+                    live = store.LiveClass
+                    await session.execute(
+                        update(live).where(live.code == code).values(created_at=when)
+                    )
+                holding = await store.classes_holding_places(session)
+                deleted = await store.purge(session, retention)
+                left = await session.execute(text("SELECT code FROM live_classes"))
+                kept = {str(code) for (code,) in left.all()} & set(codes)
+                if store.now() == at:
+                    return holding, deleted, kept
+                await session.rollback()
+        raise AssertionError("ten tries and never within one second")
+
+    holding, deleted, kept = on_app(client, ages)
+    assert holding == 3  # the two joined, and the unjoined exactly UNJOINED_HOURS old
+    assert (deleted, kept) == (2, {codes[0], codes[2]})
