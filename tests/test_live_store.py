@@ -548,3 +548,32 @@ def test_a_class_exactly_as_old_as_the_limits_is_kept_and_counted_a_second_older
     holding, deleted, kept = on_app(client, ages)
     assert holding == 3  # the two joined, and the unjoined exactly UNJOINED_HOURS old
     assert (deleted, kept) == (2, {codes[0], codes[2]})
+
+
+def test_the_export_lists_a_students_vote_1_before_their_vote_2_given_in_one_second(
+    client: TestClient,
+) -> None:
+    """The first question asked for two votes: Ada skips vote 1 and answers vote 2; asked again,
+    she answers vote 1 (its row made after her vote 2's). Both given in one second: vote 1
+    first."""
+    code = start_class(client)
+    first = questions()[0]
+    ada = student(client, code, "Ada")
+
+    def vote(round: int, choice: int) -> None:
+        form = {"question": first.id, "choice": str(choice), "round": str(round)}
+        assert ada.post(f"/class/{code}/answer", data=form).status_code == 200
+
+    client.post(f"/class/{code}/ask", data={"question": first.id, "rounds": "2"})
+    assert client.post(f"/class/{code}/revote").status_code == 200
+    vote(2, 2)
+    client.post(f"/class/{code}/ask", data={"question": first.id, "rounds": "2"})
+    vote(1, 1)
+
+    async def one_second(db: store.Store) -> None:
+        async with db.session() as session:
+            await session.execute(update(store.Answer).values(answered_at=store.now()))
+
+    on_app(client, one_second)
+    listed = [(row[0], row[5], row[2]) for row in exported(client, code)[1:]]
+    assert listed == [("Ada", "1", "1"), ("Ada", "2", "2")]
