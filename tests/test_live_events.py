@@ -148,6 +148,7 @@ def test_a_feed_that_fails_ends_its_streams_logs_why_and_the_page_reconnects_to_
         assert f"Question {first.number}:" in shown.data
 
 
+@pytest.mark.slow  # waits real time (a gap, a timeout): left out of make test-quick
 def test_a_feed_waits_out_a_database_away_trying_again_sooner_then_later(
     client: TestClient,
 ) -> None:
@@ -242,6 +243,7 @@ def test_streams_opening_together_share_a_read_and_the_worker_forgets_a_class_le
     assert f"live-feed-{ident}" not in tasks
 
 
+@pytest.mark.slow  # waits real time (a gap, a timeout): left out of make test-quick
 def test_an_idle_class_is_not_read_again_until_it_changes(client: TestClient) -> None:
     """A class whose streams wait and in which nothing changes costs no read of it, however
     many times the worker looks whether it changed (its version poll); a change costs one."""
@@ -420,6 +422,7 @@ def parts(event: Event) -> set[str]:
     return found | ({"class-labs"} if parsed.select_one("#class-labs") is not None else set())
 
 
+@pytest.mark.slow  # waits real time (a gap, a timeout): left out of make test-quick
 def test_the_dashboard_sends_the_count_at_once_and_the_students_rows_once_a_gap(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -468,6 +471,7 @@ def test_the_dashboard_sends_the_picture_of_the_labs_only_when_it_changed(
         assert "class-labs" not in parts(next(watching))
 
 
+@pytest.mark.slow  # waits real time (a gap, a timeout): left out of make test-quick
 def test_an_idle_dashboard_renders_nothing_between_changes(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -506,6 +510,7 @@ def test_an_idle_dashboard_renders_nothing_between_changes(
         assert len(rendered) == done
 
 
+@pytest.mark.slow  # waits real time (a gap, a timeout): left out of make test-quick
 def test_each_gap_starts_when_details_were_last_sent_and_a_held_picture_follows_alone(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

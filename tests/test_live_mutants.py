@@ -1022,6 +1022,7 @@ def test_a_shared_database_refuses_to_start_without_each_shared_setting_naming_t
     )
 
 
+@pytest.mark.slow  # waits real time (a gap, a timeout): left out of make test-quick
 def test_a_database_server_that_never_answers_is_given_up_on_at_start(tmp_path: Path) -> None:
     """A PostgreSQL address whose server takes the connection and never answers: the server's
     start fails within the connection's timeout (seconds), not asyncpg's minute."""
@@ -1078,6 +1079,7 @@ def test_retries_at_a_database_that_is_away_come_soon_then_doubling_to_a_ceiling
     assert all(isinstance(wait, float) for wait in waits)
 
 
+@pytest.mark.slow  # waits real time (a gap, a timeout): left out of make test-quick
 def test_the_health_check_says_whether_the_database_answers(tmp_path: Path) -> None:
     """A database that answers is reachable; a server that refuses the connection, or takes it
     and never answers (given up on within seconds), is not."""

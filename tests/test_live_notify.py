@@ -375,6 +375,7 @@ async def _terminate(store: Store, pid: int) -> None:
         await session.execute(select(func.pg_terminate_backend(pid)))
 
 
+@pytest.mark.slow  # waits real time (a gap, a timeout): left out of make test-quick
 def test_a_listener_whose_server_never_answers_gives_up_within_the_connections_timeout(
     heard: Heard,
 ) -> None:

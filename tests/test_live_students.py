@@ -217,6 +217,7 @@ def unknown_codes(count: int, real: str) -> Iterator[str]:
                 return
 
 
+@pytest.mark.slow  # waits real time (a gap, a timeout): left out of make test-quick
 def test_wrong_codes_are_slowed_past_the_free_misses_and_right_ones_never_refused(
     app_client: TestClient,
 ) -> None:
