@@ -224,3 +224,34 @@ def test_the_dashboard_offers_each_of_the_lessons_questions_the_next_one_chosen(
     assert [str(option["value"]) for option in offered if option.has_attr("selected")] == [
         lesson[1].id
     ]
+
+
+def test_the_dashboard_shows_the_state_on_the_projector_until_taken_off(
+    client: TestClient,
+) -> None:
+    """A student's state put on the projector shows on the dashboard too, with its figures and
+    a way to take it off; taken off, it is gone from both."""
+    from fractions import Fraction
+
+    code = start_class(client)
+    pupil = student(client, code, "Zelda")
+    state = {"counts": "1,3", "means": "2,2", "eta": "0.5", "w": "1"}
+    assert pupil.post(f"/class/{code}/share", data=state).status_code == 200
+    host = f"/class/{code}/host"
+    assert soup(client.get(host).text).select_one("#projected-title") is None
+    who = node(client.get(host).text, f"button[formaction='/class/{code}/project']")["value"]
+    assert client.post(f"/class/{code}/project", data={"participant": who}).status_code == 200
+    shown = soup(client.get(host).text)
+    title = shown.select_one("#projected-title")
+    assert title is not None
+    assert words(title) == "A student's lab state on the projector"
+    section = title.find_parent("section")
+    figures = {dd["data-value"]: dd.get_text(strip=True) for dd in section.select("dd")}
+    # Both ranks' means are 2: g = 2, and w_new = 1 - 0.5 · 2 = 0.
+    assert Fraction(figures["g"]) == 2
+    assert Fraction(figures["w-new"]) == 0
+    off = section.select_one("form")
+    assert off["action"] == f"/class/{code}/project"
+    assert client.post(off["action"], data={}).status_code == 200
+    assert soup(client.get(host).text).select_one("#projected-title") is None
+    assert "Zelda" not in client.get(f"/class/{code}/screen").text
