@@ -255,3 +255,49 @@ def test_the_dashboard_shows_the_state_on_the_projector_until_taken_off(
     assert client.post(off["action"], data={}).status_code == 200
     assert soup(client.get(host).text).select_one("#projected-title") is None
     assert "Zelda" not in client.get(f"/class/{code}/screen").text
+
+
+def test_the_projected_state_can_be_sent_to_everyone_from_the_page_and_its_stream(
+    client: TestClient,
+) -> None:
+    """Under the picture of the class's labs, the state on the projector is offered to send to
+    everyone: on the dashboard's page (no out-of-band swap there) and in the picture its stream
+    sends when a state changes, each form posting that state to the class's lab address."""
+    code = start_class(client)
+    zelda, ada = student(client, code, "Zelda"), student(client, code, "Ada")
+    state = {"counts": "1,3", "means": "2,2", "eta": "0.5", "w": "1"}
+    assert zelda.post(f"/class/{code}/share", data=state).status_code == 200
+    host = f"/class/{code}/host"
+    who = node(client.get(host).text, f"button[formaction='/class/{code}/project']")["value"]
+    assert client.post(f"/class/{code}/project", data={"participant": who}).status_code == 200
+
+    def send_form(picture: str) -> dict[str, str]:
+        labs = node(picture, "#class-labs")
+        [form] = [f for f in labs.select("form") if "to everyone" in words(f)]
+        assert form["action"] == f"/class/{code}/lab"
+        return {field["name"]: field["value"] for field in form.select("input[type=hidden]")}
+
+    page = client.get(host).text
+    assert node(page, "#class-labs").get("hx-swap-oob") is None
+    assert send_form(page) == state
+    with client.stream("GET", f"{host.removesuffix('/host')}/events?view=host") as dashboard:
+        watching = events(dashboard)
+        next_event(watching, lambda e: e.name == "host", "the dashboard")
+        moved = {**state, "counts": "2,2"}
+        assert ada.post(f"/class/{code}/share", data=moved).status_code == 200
+        drawn = next_event(watching, lambda e: 'id="class-labs"' in e.data, "the new picture")
+        assert node(drawn.data, "#class-labs")["hx-swap-oob"] == "outerHTML"
+        assert send_form(drawn.data) == state
+
+
+def test_a_lesson_without_the_lab_has_no_picture_of_lab_states(tmp_path: Path) -> None:
+    (tmp_path / "course").mkdir()
+    settings = settings_for(tmp_path / "data", lesson_path=course_folder(tmp_path / "course"))
+    with TestClient(create_app(settings)) as host:
+        start_class(host)  # the device is the instructor's from now on
+        started = host.post("/class/new", data={"lesson": test_live.SHARD}, follow_redirects=False)
+        code = started.headers["location"].split("/")[2]
+        student(host, code, "Ada")
+        page = soup(host.get(f"/class/{code}/host").text)
+        assert page.select_one("#class-labs") is None
+        assert page.select_one("#class-labs-title") is None
