@@ -577,3 +577,14 @@ def test_the_export_lists_a_students_vote_1_before_their_vote_2_given_in_one_sec
     on_app(client, one_second)
     listed = [(row[0], row[5], row[2]) for row in exported(client, code)[1:]]
     assert listed == [("Ada", "1", "1"), ("Ada", "2", "2")]
+
+
+def test_a_nickname_taken_in_one_class_is_free_in_another(client: TestClient) -> None:
+    """Nicknames are the class's own: Ada in one class takes nothing from another class."""
+    first, second = start_class(client), start_class(client)
+    student(client, first, "Ada")
+    student(client, second, "Ada")  # joined: student() asserts the join's redirect
+    taken = other_browser(client, "127.0.0.9").post(
+        "/join", data={"code": second, "nickname": "Ada"}, follow_redirects=False
+    )
+    assert taken.status_code == 409
