@@ -588,3 +588,19 @@ def test_a_nickname_taken_in_one_class_is_free_in_another(client: TestClient) ->
         "/join", data={"code": second, "nickname": "Ada"}, follow_redirects=False
     )
     assert taken.status_code == 409
+
+
+def test_a_student_removed_from_one_class_may_join_another(client: TestClient) -> None:
+    """A removal keeps its student (their device and their nickname) out of that class alone."""
+    first, second = start_class(client), start_class(client)
+    ada = student(client, first, "Ada")
+    who = student_ids(client, first)["Ada"]
+    removed = client.post(
+        f"/class/{first}/remove", data={"participant": who}, follow_redirects=False
+    )
+    assert removed.status_code == 303
+    again = ada.post("/join", data={"code": first, "nickname": "Ada"}, follow_redirects=False)
+    assert again.status_code == 403
+    elsewhere = ada.post("/join", data={"code": second, "nickname": "Ada"}, follow_redirects=False)
+    assert elsewhere.status_code == 303
+    assert elsewhere.headers["location"] == f"/class/{second}"
