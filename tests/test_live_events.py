@@ -79,18 +79,39 @@ def to_the_end(stream: Iterator[Event]) -> list[Event]:
     return rest
 
 
-def reads_of(client: TestClient) -> list[float]:
-    """When each read of a class by the streams' connections began (its students' answers,
-    the last statement of a snapshot), as the feeds' engine runs them."""
+def statements_of(client: TestClient, words: str) -> list[float]:
+    """When each statement holding ``words`` began on the streams' connections (the feeds'
+    engine), from now on."""
     db: store.Store = client.app.state.live_store  # type: ignore[attr-defined]
     began: list[float] = []
 
     @event.listens_for(db.feed_engine.sync_engine, "before_cursor_execute")
     def note(_c: object, _r: object, statement: str, *_rest: object) -> None:
-        if "FROM live_answers" in statement:
+        if words in statement:
             began.append(time.monotonic())
 
     return began
+
+
+def reads_of(client: TestClient) -> list[float]:
+    """When each read of a class by the streams began (its students' answers, the last
+    statement of a snapshot)."""
+    return statements_of(client, "FROM live_answers")
+
+
+def polls_of(client: TestClient) -> list[float]:
+    """When each look of the worker's version poll began."""
+    return statements_of(client, "live_classes.version")
+
+
+def wait_for_count(client: TestClient, seen: list[float], count: int) -> None:
+    """Wait (at most 10 s) until ``seen`` holds ``count`` moments, on the app's own loop."""
+
+    async def counted() -> None:
+        while len(seen) < count:
+            await asyncio.sleep(0.02)
+
+    client.portal.call(asyncio.wait_for, counted(), 10)  # type: ignore[union-attr]
 
 
 def test_a_students_stream_shows_their_page_then_says_gone_once_they_are_removed(
@@ -174,16 +195,12 @@ def test_a_feed_waits_out_a_database_away_trying_again_sooner_then_later(
         await rename("live_answers", "live_answers_away")
         feeds.wake([ident])
 
-    async def tries(count: int) -> None:
-        while len(began) < count:
-            await asyncio.sleep(0.02)
-
     with client.stream("GET", f"/class/{code}/events?view=host") as dashboard:
         watching = events(dashboard)
         next_event(watching, lambda e: e.name == "host", "the dashboard")
         at = len(began)
         client.portal.call(ask_unseen)  # type: ignore[union-attr]
-        client.portal.call(asyncio.wait_for, tries(at + 5), 10)  # type: ignore[union-attr]
+        wait_for_count(client, began, at + 5)
         client.portal.call(rename, "live_answers_away", "live_answers")  # type: ignore[union-attr]
         shown = next_event(watching, lambda e: e.name == "host", "the question asked")
         assert f"Question {first.number}:" in shown.data
@@ -248,39 +265,23 @@ def test_an_idle_class_is_not_read_again_until_it_changes(client: TestClient) ->
     """A class whose streams wait and in which nothing changes costs no read of it, however
     many times the worker looks whether it changed (its version poll); a change costs one."""
     code = start_class(client)
-    db: store.Store = client.app.state.live_store  # type: ignore[attr-defined]
-    began = reads_of(client)
-    polls: list[float] = []
-
-    @event.listens_for(db.feed_engine.sync_engine, "before_cursor_execute")
-    def note(_c: object, _r: object, statement: str, *_rest: object) -> None:
-        if "live_classes.version" in statement:
-            polls.append(time.monotonic())
-
-    async def polled(count: int) -> None:
-        while len(polls) < count:
-            await asyncio.sleep(0.02)
-
-    async def read(count: int) -> None:
-        while len(began) < count:
-            await asyncio.sleep(0.02)
-
+    began, polls = reads_of(client), polls_of(client)
     with client.stream("GET", f"/class/{code}/events?view=host") as dashboard:
         watching = events(dashboard)
         next_event(watching, lambda e: e.name == "host", "the dashboard")
         # The poll's first look at a class wakes its feed (a change between the feed's first
         # read and that look is not missed): one read more.
-        client.portal.call(asyncio.wait_for, read(len(began) + 1), 10)  # type: ignore[union-attr]
+        wait_for_count(client, began, len(began) + 1)
         reads = len(began)
-        client.portal.call(asyncio.wait_for, polled(len(polls) + 5), 10)  # type: ignore[union-attr]
+        wait_for_count(client, polls, len(polls) + 5)
         assert len(began) == reads
         first = questions()[0]
         client.post(f"/class/{code}/ask", data={"question": first.id}).raise_for_status()
         next_event(watching, lambda e: e.name == "host", "the question asked")
         # Its own change and the poll's look at the new version: two reads at most, then none.
-        client.portal.call(asyncio.wait_for, polled(len(polls) + 3), 10)  # type: ignore[union-attr]
+        wait_for_count(client, polls, len(polls) + 3)
         reads = len(began)
-        client.portal.call(asyncio.wait_for, polled(len(polls) + 5), 10)  # type: ignore[union-attr]
+        wait_for_count(client, polls, len(polls) + 5)
         assert len(began) == reads
 
 
@@ -478,7 +479,6 @@ def test_an_idle_dashboard_renders_nothing_between_changes(
     """After a change whose details were held back and then sent, a dashboard whose class does
     not change renders nothing more (it would spin, rendering the same class again and again)."""
     code = start_class(client)
-    db: store.Store = client.app.state.live_store  # type: ignore[attr-defined]
     rendered: list[float] = []
     real = live_events.host_parts
 
@@ -487,26 +487,16 @@ def test_an_idle_dashboard_renders_nothing_between_changes(
         return real(*args)
 
     monkeypatch.setattr(live_events, "host_parts", counted)
-    polls: list[float] = []
-
-    @event.listens_for(db.feed_engine.sync_engine, "before_cursor_execute")
-    def note(_c: object, _r: object, statement: str, *_rest: object) -> None:
-        if "live_classes.version" in statement:
-            polls.append(time.monotonic())
-
-    async def polled(count: int) -> None:
-        while len(polls) < count:
-            await asyncio.sleep(0.02)
-
+    polls = polls_of(client)
     with client.stream("GET", f"/class/{code}/events?view=host") as dashboard:
         watching = events(dashboard)
         next_event(watching, lambda e: e.name == "host", "the dashboard")
         student(client, code, "Ada")
         student(client, code, "Bo")
         next_event(watching, lambda e: "Bo" in e.data and "host-roster" in parts(e), "Bo's row")
-        client.portal.call(asyncio.wait_for, polled(len(polls) + 3), 10)  # type: ignore[union-attr]
+        wait_for_count(client, polls, len(polls) + 3)
         done = len(rendered)
-        client.portal.call(asyncio.wait_for, polled(len(polls) + 5), 10)  # type: ignore[union-attr]
+        wait_for_count(client, polls, len(polls) + 5)
         assert len(rendered) == done
 
 
