@@ -120,6 +120,10 @@ def ask(host: Any, question_id: str) -> None:
 
 
 def serious(page: Any) -> list[tuple[str, str, list[Any]]]:
+    # A form posted by a click navigates; its new page's DOM can be there before its stylesheet
+    # (a dark page without it is the browser's own: a blue link on black). Axe checks the page
+    # as loaded.
+    page.wait_for_load_state("load")
     results = Axe().run(page)
     return [
         (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:5])
