@@ -104,6 +104,19 @@ def polls_of(client: TestClient) -> list[float]:
     return statements_of(client, "live_classes.version")
 
 
+def renders_of(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """When each render of a dashboard's live parts began, from now on."""
+    rendered: list[float] = []
+    real = live_events.host_parts
+
+    def counted(*args: Any) -> dict[str, str]:
+        rendered.append(time.monotonic())
+        return real(*args)
+
+    monkeypatch.setattr(live_events, "host_parts", counted)
+    return rendered
+
+
 def wait_for_count(client: TestClient, seen: list[float], count: int) -> None:
     """Wait (at most 10 s) until ``seen`` holds ``count`` moments, on the app's own loop."""
 
@@ -479,14 +492,7 @@ def test_an_idle_dashboard_renders_nothing_between_changes(
     """After a change whose details were held back and then sent, a dashboard whose class does
     not change renders nothing more (it would spin, rendering the same class again and again)."""
     code = start_class(client)
-    rendered: list[float] = []
-    real = live_events.host_parts
-
-    def counted(*args: Any) -> dict[str, str]:
-        rendered.append(time.monotonic())
-        return real(*args)
-
-    monkeypatch.setattr(live_events, "host_parts", counted)
+    rendered = renders_of(monkeypatch)
     polls = polls_of(client)
     with client.stream("GET", f"/class/{code}/events?view=host") as dashboard:
         watching = events(dashboard)
@@ -509,14 +515,7 @@ def test_each_gap_starts_when_details_were_last_sent_and_a_held_picture_follows_
     gap that sending began, so it too is counted at once and his row held. Then a state Ada
     drags to within the gap, which changes the picture alone, is drawn when the gap ends."""
     monkeypatch.setattr(live_events, "DETAILS_GAP_S", 1.5)
-    rendered: list[float] = []
-    real = live_events.host_parts
-
-    def counted(*args: Any) -> dict[str, str]:
-        rendered.append(time.monotonic())
-        return real(*args)
-
-    monkeypatch.setattr(live_events, "host_parts", counted)
+    rendered = renders_of(monkeypatch)
     code = start_class(client)
     first = questions()[0]
     client.post(f"/class/{code}/ask", data={"question": first.id}).raise_for_status()
