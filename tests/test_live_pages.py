@@ -3,6 +3,7 @@ the links, addresses and parts each page shows, for the instructor, the projecto
 students. Written for the survivors of its mutation run (docs/testing.md, "The live class")."""
 
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -231,8 +232,6 @@ def test_the_dashboard_shows_the_state_on_the_projector_until_taken_off(
 ) -> None:
     """A student's state put on the projector shows on the dashboard too, with its figures and
     a way to take it off; taken off, it is gone from both."""
-    from fractions import Fraction
-
     code = start_class(client)
     pupil = student(client, code, "Zelda")
     state = {"counts": "1,3", "means": "2,2", "eta": "0.5", "w": "1"}
