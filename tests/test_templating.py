@@ -51,6 +51,20 @@ def test_globals_are_registered_in_one_place_and_no_filters_of_our_own(
     assert set(env.filters) == set(jinja2.Environment().filters)
 
 
+def test_every_app_of_a_process_shares_one_environment_per_templates_folder(
+    tmp_path: Path,
+) -> None:
+    """Each template is compiled once per process, not once per app built (a test suite builds
+    hundreds); another templates folder has its own."""
+    one = create_app(Settings(data_dir=tmp_path / "one", confirm_enabled=False))
+    two = create_app(Settings(data_dir=tmp_path / "two", confirm_enabled=False))
+    assert one.state.templates.env is two.state.templates.env
+    (tmp_path / "echo.html").write_text("{{ text }}")
+    other = create_templates(Settings(templates_dir=tmp_path)).env
+    assert other is not one.state.templates.env
+    assert other.get_template("echo.html").render(text="x") == "x"
+
+
 def test_autoescape_is_on_for_html_templates(tmp_path: Path) -> None:
     (tmp_path / "echo.html").write_text("{{ text }}")
     env = create_templates(Settings(templates_dir=tmp_path)).env

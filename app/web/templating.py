@@ -129,8 +129,16 @@ def create_templates(settings: Settings) -> Jinja2Blocks:
     """The app's templates, from ``settings.templates_dir``: every global the templates use is
     registered here, before any template loads (see ``Environment``); there are no filters of
     the app's own."""
+    return _templates(settings.templates_dir)
+
+
+@lru_cache(maxsize=8)
+def _templates(templates_dir: Path) -> Jinja2Blocks:
+    """One environment per templates folder in a process, so each template is compiled once
+    however many apps the process builds (a test suite builds hundreds): nothing in it belongs
+    to one app, as its globals find the app through the request they render for."""
     environment = Environment(
-        loader=jinja2.FileSystemLoader(str(settings.templates_dir)),
+        loader=jinja2.FileSystemLoader(str(templates_dir)),
         autoescape=jinja2.select_autoescape(),
         # Templates do not change under a running server: without this, every render stat()s
         # each template it uses to see whether to reload it.
