@@ -1,5 +1,10 @@
 """Alembic's history applied when the server starts, by one worker at a time: a file lock in
-the data folder for SQLite, PostgreSQL's own advisory lock for replicas on several machines."""
+the data folder for SQLite, PostgreSQL's own advisory lock for replicas on several machines.
+
+An empty database is built from the declared tables and stamped with the newest revision, as
+Alembic recommends, rather than replayed through every revision (SQLite's batch mode rebuilds a
+table per change: 94 ms a start against 10 ms); tests/test_live_migrations.py holds the history
+and the declared tables to the same schema on SQLite and PostgreSQL."""
 
 import asyncio
 import fcntl
@@ -7,11 +12,11 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, inspect, text
 
 from app import PROJECT_DIR
 from app.live.database import MIGRATION_LOCK
-from app.live.store import Store
+from app.live.store import Base, Store
 
 MIGRATIONS = PROJECT_DIR / "migrations"
 LOCK_FILE = ".migrate.lock"
@@ -27,7 +32,11 @@ def _upgrade(connection: Connection) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = connection
-    command.upgrade(config, "head")
+    if inspect(connection).get_table_names():
+        command.upgrade(config, "head")
+    else:
+        Base.metadata.create_all(connection)
+        command.stamp(config, "head")
 
 
 async def revision(store: Store) -> str:

@@ -29,6 +29,7 @@ from sqlalchemy import (
     bindparam,
     delete,
     event,
+    false,
     func,
     or_,
     select,
@@ -92,7 +93,7 @@ class LiveClass(Base):
     lab_query: Mapped[str] = mapped_column(String(20_000), default="")
     screen_query: Mapped[str] = mapped_column(String(20_000), default="")
     version: Mapped[int] = mapped_column(default=1)
-    joining_locked: Mapped[bool] = mapped_column(default=False)
+    joining_locked: Mapped[bool] = mapped_column(default=False, server_default=false())
     # Peer instruction: the current question asked for one vote or two, the vote open now
     # (1 or 2), and when the discussion timer ends (None: no timer).
     rounds: Mapped[int] = mapped_column(default=1, server_default="1")
