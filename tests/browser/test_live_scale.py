@@ -25,14 +25,12 @@ from playwright.sync_api import expect
 
 from app.live.view import ATTENTION_ROWS
 from bench._sse import request
-from tests.browser import test_lesson_page
 from tests.browser.test_live import DESKTOP, LIVE_S, Classroom
-from tests.conftest import INSTRUCTOR_PASSWORD
+from tests.conftest import INSTRUCTOR_PASSWORD, OffHostLog, new_page
 from tests.test_live import questions
 
 # alone: its limits are the browser's wall time, which a second test process would share.
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.alone]
-isolated = test_lesson_page.isolated
 
 STUDENTS = 2000
 RATE = 150  # answers a second
@@ -183,10 +181,21 @@ class Watched:
     statuses: dict[int, int]
 
 
-def watch_a_lecture_hall(isolated: Any, hall: Classroom) -> Watched:
+@pytest.fixture(scope="module")
+def watched(browser: Any, hall: Classroom) -> Iterator[Watched]:
+    """The hall watched once, for each of the claims below; its page in a fresh context."""
+    off_host = OffHostLog()
+    host = new_page(browser, off_host, viewport=DESKTOP)
+    try:
+        yield watch_a_lecture_hall(host, hall)
+    finally:
+        host.context.close()
+    assert off_host.urls == [], f"requests left 127.0.0.1: {off_host.urls}"
+
+
+def watch_a_lecture_hall(host: Any, hall: Classroom) -> Watched:
     """A class of 2,000 on the dashboard; answers arrive, then the instructor pauses."""
     first = questions()[0]
-    host = isolated(viewport=DESKTOP)
     host.add_init_script(LONG_TASKS)
     host.goto(f"{hall.url}/class/new")
     host.fill("#password", INSTRUCTOR_PASSWORD)
@@ -254,15 +263,13 @@ def watch_a_lecture_hall(isolated: Any, hall: Classroom) -> Watched:
 
 
 def test_a_dashboard_of_2000_stays_responsive_while_150_answers_a_second_arrive(
-    isolated: Any, hall: Classroom
+    watched: Watched,
 ) -> None:
-    watched = watch_a_lecture_hall(isolated, hall)
     worst = max((duration for _, duration in watched.long_tasks), default=0)
     assert worst <= LONG_TASK_MS, f"a main-thread task of {worst:.0f} ms: {watched.long_tasks}"
 
 
 def test_pause_shows_on_a_dashboard_of_2000_within_300_ms_while_answers_arrive(
-    isolated: Any, hall: Classroom
+    watched: Watched,
 ) -> None:
-    watched = watch_a_lecture_hall(isolated, hall)
     assert watched.paused_ms <= PAUSE_MS, f"Pause showed after {watched.paused_ms:.0f} ms"
