@@ -3,7 +3,7 @@ the data folder for SQLite, PostgreSQL's own advisory lock for replicas on sever
 
 An empty database is built from the declared tables and stamped with the newest revision, as
 Alembic recommends, rather than replayed through every revision (SQLite's batch mode rebuilds a
-table per change: 94 ms a start against 10 ms); tests/test_live_migrations.py holds the history
+table per change: 94 ms a start against 16 ms); tests/test_live_migrations.py holds the history
 and the declared tables to the same schema on SQLite and PostgreSQL."""
 
 import asyncio
