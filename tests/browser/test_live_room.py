@@ -58,7 +58,12 @@ class Students:
 
     def __init__(self, url: str, code: str) -> None:
         self.code = code
-        self.clients = [httpx.Client(base_url=url) for _ in range(STUDENTS)]
+        # A phone lets an idle connection go well before the server does: the server closes it
+        # after 5 s idle (ATLAS_KEEP_ALIVE_S), and httpx's own default is those same 5 s, so a
+        # request sent after a gap that long can meet the server's close (CI: "Server
+        # disconnected without sending a response" on a student's second request).
+        idle = httpx.Limits(keepalive_expiry=1.0)
+        self.clients = [httpx.Client(base_url=url, limits=idle) for _ in range(STUDENTS)]
         for n, client in enumerate(self.clients):
             joined = client.post("/join", data={"code": code, "nickname": f"Student {n:02}"})
             assert joined.status_code == 303, joined.text[:200]
