@@ -58,13 +58,13 @@ fmt: $(VENV)/.test-installed
 	$(BIN)/ruff format app tests bench $(SCRIPTS)
 	$(BIN)/ruff check --fix app tests bench $(SCRIPTS)
 
-# Every test, by three workers on two cores: the suite waits on real servers, browsers and
-# torch pools, and a third worker takes the CPU the other two leave idle (about 64 % of the two
-# cores busy with two workers, 94 % with three). One xdist group (the clock-sensitive tests; a
-# module sharing one server) stays on one worker; then the tests that measure a browser's wall
-# time, with the machine to themselves. pytest's summary stays the last line of the output.
+# Every test, on two cores: one xdist group (the clock-sensitive tests; a module sharing one
+# server) stays on one worker; then the tests that measure a browser's wall time, with the
+# machine to themselves. pytest's summary stays the last line of the output. (Three workers keep
+# the cores busier, 94 % against 64 %, but load-sensitive tests then failed in three CI runs of
+# three: see docs/testing.md.)
 test: lint
-	$(BIN)/pytest -n 3 --dist loadgroup -m 'not alone'
+	$(BIN)/pytest -n 2 --dist loadgroup -m 'not alone'
 	$(BIN)/pytest -m alone
 
 # The inner loop: no lint, no browser, no torch pool, no real server, fewer hypothesis examples,
