@@ -21,7 +21,7 @@ from app.live import events as live_events
 from app.live import store
 from app.live.service import Snapshot
 from app.main import create_app
-from tests import test_live
+from tests import test_live, test_live_refusals
 from tests.test_live import (
     node,
     other_browser,
@@ -44,10 +44,7 @@ from tests.test_live_refusals import (
 data_dir = test_live.data_dir
 
 
-@pytest.fixture
-def client(data_dir: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(data_dir))) as host:
-        yield host
+client = test_live_refusals.sqlite_client
 
 
 class Lines(logging.Handler):

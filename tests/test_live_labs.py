@@ -23,6 +23,7 @@ from app.live.store import SQLITE_FILE
 from app.main import create_app
 from bench._servers import Server
 from bench._sse import Event, read_events
+from tests import test_live_refusals
 from tests.conftest import INSTRUCTOR_PASSWORD
 from tests.test_course import course_folder
 from tests.test_live import SHARD, node, settings_for, soup, start_class, student
@@ -35,10 +36,7 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
-@pytest.fixture
-def client(data_dir: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(data_dir))) as app_client:
-        yield app_client
+client = test_live_refusals.sqlite_client
 
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}

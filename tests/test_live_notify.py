@@ -24,7 +24,7 @@ from app.live.database import backoff
 from app.live.notify import APPLICATION_NAME, Listen, Signal, VersionPoll, source_for
 from app.live.store import NOTIFY_CHANNEL, LiveClass, Store
 from app.main import create_app
-from tests import test_live
+from tests import test_live, test_live_refusals
 from tests.test_live import questions, settings_for, start_class
 
 data_dir = test_live.data_dir
@@ -71,10 +71,7 @@ class Woken:
         return await asyncio.wait_for(seen(), WITHIN_S)
 
 
-@pytest.fixture
-def client(data_dir: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(data_dir))) as host:
-        yield host
+client = test_live_refusals.sqlite_client
 
 
 def on_loop(client: TestClient, work: Callable[[], Awaitable[T]]) -> T:

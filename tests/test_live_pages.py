@@ -2,7 +2,6 @@
 the links, addresses and parts each page shows, for the instructor, the projector and the
 students. Written for the survivors of its mutation run (docs/testing.md, "The live class")."""
 
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -11,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from tests import test_live
+from tests import test_live, test_live_refusals
 from tests.conftest import INSTRUCTOR_PASSWORD
 from tests.test_course import course_folder
 from tests.test_live import (
@@ -29,10 +28,7 @@ from tests.test_live_refusals import events, next_event
 data_dir = test_live.data_dir
 
 
-@pytest.fixture
-def client(data_dir: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(data_dir))) as host:
-        yield host
+client = test_live_refusals.sqlite_client
 
 
 def test_every_class_page_is_not_stored(client: TestClient) -> None:

@@ -5,25 +5,18 @@ not by name; the dashboard's stream sends a part only when it changed (an answer
 a row re-sent)."""
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from fastapi.testclient import TestClient
 
 from app.live.view import ATTENTION_ROWS, ROSTER_PAGE
-from app.main import create_app
-from tests import test_live
-from tests.test_live import node, other_browser, questions, settings_for, soup, start_class, words
+from tests import test_live, test_live_refusals
+from tests.test_live import node, other_browser, questions, soup, start_class, words
 from tests.test_live_refusals import events, next_event, quiet_other_workers
 
 data_dir = test_live.data_dir
 
 
-@pytest.fixture
-def client(data_dir: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(data_dir))) as host:
-        yield host
+client = test_live_refusals.sqlite_client
 
 
 def join_many(host: TestClient, code: str, count: int) -> list[TestClient]:

@@ -2,20 +2,15 @@
 address answers, its status, headers and words, for the instructor, the projector and the
 students. Written for the survivors of its mutation run (docs/testing.md, "The live class")."""
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
-from tests import test_live
+from tests import test_live, test_live_refusals
 from tests.test_live import (
     node,
     other_browser,
     questions,
-    settings_for,
     soup,
     start_class,
     student,
@@ -25,10 +20,7 @@ from tests.test_live import (
 data_dir = test_live.data_dir
 
 
-@pytest.fixture
-def client(data_dir: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(data_dir))) as host:
-        yield host
+client = test_live_refusals.sqlite_client
 
 
 @pytest.mark.parametrize("address", ["/class/new", "/join"])

@@ -4,7 +4,6 @@ SQLite and on the module's own readers: the words of each refusal and where the 
 each operation leaves in the class. Written for the survivors of its mutation run
 (docs/testing.md, "The live class")."""
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from app.live import service, store
 from app.live.codes import new_code
 from app.live.service import InvalidError, read_seconds
 from app.main import create_app
-from tests import test_live
+from tests import test_live, test_live_refusals
 from tests.test_course import course_folder
 from tests.test_live import (
     node,
@@ -38,10 +37,7 @@ SECOND = questions()[1]
 LOOK_ALIKE = "\u0410da"  # "Ada" with a Cyrillic A
 
 
-@pytest.fixture
-def client(data_dir: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(data_dir))) as host:
-        yield host
+client = test_live_refusals.sqlite_client
 
 
 def refusal(answer: Response) -> tuple[int, str, str]:

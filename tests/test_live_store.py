@@ -20,7 +20,7 @@ from app.live import store
 from app.live.database import CONNECT_TIMEOUT_S, QUERY_TIMEOUT_S
 from app.live.store import WriteTurns
 from app.main import create_app
-from tests import test_live
+from tests import test_live, test_live_refusals
 from tests.test_live import other_browser, questions, settings_for, start_class, student
 from tests.test_live_refusals import class_id, events, exported, next_event, rows, student_ids
 
@@ -28,10 +28,7 @@ data_dir = test_live.data_dir
 T = TypeVar("T")
 
 
-@pytest.fixture
-def client(data_dir: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(data_dir))) as host:
-        yield host
+client = test_live_refusals.sqlite_client
 
 
 def on_app(client: TestClient, work: Callable[[store.Store], Awaitable[T]]) -> T:

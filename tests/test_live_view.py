@@ -4,17 +4,13 @@ each bar's share and its split by confidence, the class's state, the vote open, 
 both votes, the discussion timer, the roster's rows and captions, and a student's note in every
 phase. Written for the survivors of its mutation run (docs/testing.md, "The live class")."""
 
-from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 
-import pytest
 from bs4 import Tag
 from fastapi.testclient import TestClient
 
-from app.main import create_app
-from tests import test_live
-from tests.test_live import node, questions, settings_for, soup, start_class, student, words
+from tests import test_live, test_live_refusals
+from tests.test_live import node, questions, soup, start_class, student, words
 
 data_dir = test_live.data_dir
 
@@ -23,10 +19,7 @@ RIGHT = FIRST.answer_number
 WRONG = [n for n, _ in FIRST.choices if n != RIGHT]
 
 
-@pytest.fixture
-def client(data_dir: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(data_dir))) as host:
-        yield host
+client = test_live_refusals.sqlite_client
 
 
 def answer(pupil: TestClient, code: str, choice: int, confidence: str = "", vote: int = 1) -> None:
