@@ -31,7 +31,7 @@ backend = test_live.backend
 data_dir = test_live.data_dir
 
 
-def _config(connection: Connection) -> Config:
+def _config(connection: Connection | None = None) -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = connection
@@ -124,7 +124,7 @@ def test_a_first_start_builds_the_tables_the_history_builds_at_the_newest_revisi
             lambda c: c.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one(),
         )
     )
-    head = ScriptDirectory.from_config(_config(None)).get_current_head()  # type: ignore[arg-type]
+    head = ScriptDirectory.from_config(_config()).get_current_head()
     assert revision == head
     assert differences == []
     # The same schema as the history's, each read back from its database.
