@@ -35,12 +35,22 @@
 // A student's lab in the class (#lab[data-share-url]): their state reaches the instructor as
 // they drag, coalesced: at most one post every SHARE_MS, only when the state changed, and the
 // last state of a drag always (a trailing post once the gap ends), to data-drag-url (204).
+// One post at a time: a newer state waits for the reply to the one on its way, so that a slow
+// post (two server workers, a loaded room) can never be stored after it and win.
 (function () {
   "use strict";
   var SHARE_MS = 1000;
   var lastSent = null;
   var lastAt = -Infinity;
   var timer = 0;
+  var posting = false;
+  var queued = false; // a state changed while a post was on its way
+
+  function schedule() {
+    if (!timer) {
+      timer = window.setTimeout(send, Math.max(0, lastAt + SHARE_MS - Date.now()));
+    }
+  }
 
   function form() {
     return document.querySelector("#lab[data-share-url] #lab-form");
@@ -48,6 +58,10 @@
 
   function send() {
     timer = 0;
+    if (posting) {
+      queued = true;
+      return;
+    }
     var lab = document.querySelector("#lab[data-share-url]");
     var labForm = form();
     if (!lab || !labForm) {
@@ -59,6 +73,7 @@
     }
     lastSent = body;
     lastAt = Date.now();
+    posting = true;
     fetch(lab.dataset.dragUrl, {
       method: "POST",
       body: body,
@@ -66,6 +81,12 @@
       headers: { "Content-Type": "application/x-www-form-urlencoded", "HX-Request": "true" }
     }).catch(function () {
       lastSent = null; // not delivered: the next change (or submit) sends it again
+    }).finally(function () {
+      posting = false;
+      if (queued) {
+        queued = false;
+        schedule();
+      }
     });
   }
 
@@ -77,10 +98,7 @@
     if (event.type === "submit") {
       event.preventDefault(); // htmx shows the results; the state goes by fetch
     }
-    if (timer) {
-      return;
-    }
-    timer = window.setTimeout(send, Math.max(0, lastAt + SHARE_MS - Date.now()));
+    schedule();
   }
 
   document.addEventListener("input", changed);

@@ -383,3 +383,52 @@ def test_a_students_lab_reaches_the_dashboard_the_projector_and_back(
     # error event, on the lesson page as here: anything else is a fault.
     replaced = ("htmx:sendAbort", "htmx:afterRequest")
     assert [error for error in student_console.errors if not error.startswith(replaced)] == []
+
+
+def test_a_slow_post_of_a_lab_state_is_never_stored_after_a_newer_one(
+    isolated: Any, classroom: Classroom
+) -> None:
+    """A student's lab posts its states one at a time: a newer state waits for the reply to the
+    one on its way. (Two on their way at once could reach two server workers and be stored in
+    either order: the dashboard would keep the older.) The first post is held in the browser
+    while the student drags on and the page's clock runs past the coalescing gap; then it goes."""
+    host = isolated(viewport=DESKTOP)
+    code = start_class(host, classroom.url)
+    student = isolated(viewport=PHONE)
+    student.clock.install()  # the page's timers, run on below (time flows until then)
+    join(student, classroom.url, code, "Grace Hopper")
+    labs = host.locator("#class-labs")
+    lab = student.locator("#class-own-lab #lab")
+    count_0 = lab.locator("input[type=range][data-sync='lab-count-0']")
+    expect(count_0).to_be_visible()
+    held: list[Any] = []
+    posted: list[str] = []
+
+    def hold_the_first(route: Any) -> None:
+        posted.append(route.request.post_data or "")
+        if len(posted) == 1:
+            held.append(route)  # let go below, after the newer state
+        else:
+            route.continue_()
+
+    def dragged(dx: float) -> str:
+        """Drags rank 0's count (from the slider's middle, by ``dx``); the lab's w_new once its
+        results show the new count."""
+        drag(student, count_0, dx)
+        expect(lab.locator("[data-value='N']")).to_have_text(str(int(count_0.input_value()) + 6))
+        return str(lab.locator("[data-value='w-new']").inner_text())
+
+    student.route(f"**/class/{code}/state", hold_the_first)
+    with student.expect_request(f"**/class/{code}/state"):
+        first_w = dragged(40)
+    last_w = dragged(80)
+    assert last_w != first_w
+    # Well past the gap: a page that posts while one is on its way sends the newer state now;
+    # a request sent after it (and so routed after it) makes sure it has gone on.
+    student.clock.run_for(5 * 1000)
+    with student.expect_request("**/healthz"):
+        student.evaluate("fetch('/healthz')")
+    held[0].continue_()
+    # The newer state arrives, and stays: the dashboard's median is the student's last w_new.
+    expect(labs.locator("[data-value='median-global']")).to_have_text(last_w, timeout=LIVE_S)
+    assert len(posted) == 2, posted
