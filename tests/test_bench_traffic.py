@@ -123,8 +123,12 @@ def test_a_dragging_class_moves_one_slider_a_step_and_asks_for_what_the_page_ask
     # requests beside them (a few hundred): fewer where this recorder (a Python thread per
     # request) is slow to answer, as on a busy machine (433 a second seen in a full run).
     assert 200 < len(seen) / 3 < 1500
-    # A gesture is 4 to 20 steps, then one request for the details: 1 in 4 to 1 in 20 panes.
-    assert 1 / 20 < len(details) / len(panes) < 1 / 4
+    # A gesture is 4 to 20 steps, then one request for the details: at most 1 in 4 panes, and
+    # at least 1 in 20 of the panes of finished gestures. wrk's one thread takes the students in
+    # turn, so each student's last gesture may be cut off by the run's end (up to 20 panes each):
+    # in a run of 3 s a student makes only 10 to 20 steps, fewer on a busy machine.
+    assert 0 < len(details) < len(panes) / 4
+    assert len(details) >= len(panes) / 20 - drag.STUDENTS
     # The pictures: a gesture's first step, every third step after it, and its end (unless its
     # last step asked): about a third of the panes and once per gesture more, never per pane.
     assert len(panes) / 3 < len(charts) < len(panes) / 3 + 2 * len(details) + 60
