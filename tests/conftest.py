@@ -32,7 +32,14 @@ PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "shared-machine")
 hypothesis_settings.load_profile(PROFILE)
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("ATLAS_TEST_CHROMIUM", "/usr/bin/chromium")
+# Debian's Chromium headless shell (package chromium-headless-shell): the same Blink and V8 as the
+# full browser, without its user interface; Playwright's own default for headless runs. The
+# browser tests cost about 40 % less CPU with it (232 CPU-s against 381 here, 118 s against
+# 191 s of wall time). The full browser where only it is installed.
+CHROMIUMS = ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium")
+CHROMIUM = os.environ.get("ATLAS_TEST_CHROMIUM") or next(
+    (path for path in CHROMIUMS if Path(path).exists()), CHROMIUMS[0]
+)
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -256,6 +263,9 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         stop_server(server)
 
 
+INSTALL_CHROMIUM = "apt-get install -y chromium-headless-shell"
+
+
 def chromium_available() -> bool:
     return Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is not None
 
@@ -267,8 +277,8 @@ def browser() -> Iterator[Any]:
     and the tests after the browser's (``asyncio.run`` in test_live, test_server, ...) need none."""
     if not chromium_available():
         if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but no Chromium at {CHROMIUM}: install the 'chromium' package")
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+            pytest.fail(f"CI=true but no Chromium at {CHROMIUM}: {INSTALL_CHROMIUM}")
+        pytest.skip(f"no Chromium at {CHROMIUM} ({INSTALL_CHROMIUM})")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
