@@ -58,18 +58,22 @@ fmt: $(VENV)/.test-installed
 	$(BIN)/ruff format app tests bench $(SCRIPTS)
 	$(BIN)/ruff check --fix app tests bench $(SCRIPTS)
 
-# Every test, on two cores: one xdist group (the clock-sensitive tests; a module sharing one
-# server) stays on one worker; then the tests that measure a browser's wall time, with the
-# machine to themselves. pytest's summary stays the last line of the output. (Three workers keep
-# the cores busier, 94 % against 64 %, but load-sensitive tests then failed in three CI runs of
-# three: see docs/testing.md.)
+# Every test: three workers on the two cores (the suite waits on servers, browsers and torch
+# pools: two kept the cores 64 % busy, three 91-94 %); one xdist group (the clock-sensitive
+# tests; a module sharing one server) stays on one worker; then the tests that measure a
+# browser's wall time, with the machine to themselves. pytest's summary stays the last line.
+# Python's bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE,
+# as on this machine): else every server, worker and torch rank the tests start compiles the app
+# again, and every pytest process rewrites every test module's asserts (about 9 s each).
+test: export PYTHONDONTWRITEBYTECODE =
 test: lint
-	$(BIN)/pytest -n 2 --dist loadgroup -m 'not alone'
+	$(BIN)/pytest -n 3 --dist loadgroup -m 'not alone'
 	$(BIN)/pytest -m alone
 
 # The inner loop: no lint, no browser, no torch pool, no real server, fewer hypothesis examples,
 # on two cores (tests of one xdist group, the clock-sensitive ones, stay on one worker).
 QUICK_MARKERS = not browser and not distributed and not server and not slow
+test-quick: export PYTHONDONTWRITEBYTECODE =
 test-quick: $(VENV)/.test-installed
 	HYPOTHESIS_PROFILE=quick $(BIN)/pytest -n 2 --dist loadgroup -m '$(QUICK_MARKERS)'
 

@@ -66,6 +66,7 @@ SERVER_FIXTURES = {
     "private_postgres",
 }
 POOL_FIXTURES = {"confirm_client"}
+SLOW_KINDS = ("browser", "server", "distributed", "slow", "xdist_group")
 SERVER_MODULES = {
     "test_classroom.py",
     "test_compression.py",
@@ -132,6 +133,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.distributed)
         if PROFILE == "quick":
             quick_examples(item)
+    # The slow ones first (a browser, a real server, a torch pool, a shared module fixture): xdist
+    # hands out tests in this order, so the run ends on in-process tests of a few tenths of a
+    # second that fill the workers evenly, not on one worker's minute of replicas while the
+    # others wait (a stable sort: each kind keeps its order).
+    items.sort(key=lambda item: not any(mark.name in SLOW_KINDS for mark in item.iter_markers()))
 
 
 def quick_examples(item: pytest.Item) -> None:
