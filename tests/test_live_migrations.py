@@ -11,9 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from alembic import command
 from alembic.autogenerate import compare_metadata
-from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
@@ -21,7 +19,7 @@ from sqlalchemy import Connection, inspect
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.live.database import engine_url
-from app.live.migrate import MIGRATIONS
+from app.live.migrate import alembic_config, replay
 from app.live.store import SQLITE_FILE, Base
 from app.main import create_app
 from tests import test_live
@@ -29,19 +27,6 @@ from tests.test_live import settings_for
 
 backend = test_live.backend
 data_dir = test_live.data_dir
-
-
-def _config(connection: Connection | None = None) -> Config:
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    config.attributes["connection"] = connection
-    return config
-
-
-def _replay_history(connection: Connection) -> None:
-    if connection.dialect.name == "sqlite":
-        connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
-    command.upgrade(_config(connection), "head")
 
 
 def _differences(connection: Connection) -> list[Any]:
@@ -91,7 +76,7 @@ def _url(data_dir: Path, backend: dict[str, str]) -> str:
 def test_the_history_replayed_from_empty_builds_the_declared_tables(
     data_dir: Path, backend: dict[str, str]
 ) -> None:
-    _, differences = asyncio.run(_on(_url(data_dir, backend), _replay_history, _differences))
+    _, differences = asyncio.run(_on(_url(data_dir, backend), replay, _differences))
     assert differences == []
 
 
@@ -124,9 +109,9 @@ def test_a_first_start_builds_the_tables_the_history_builds_at_the_newest_revisi
             lambda c: c.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one(),
         )
     )
-    head = ScriptDirectory.from_config(_config()).get_current_head()
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert revision == head
     assert differences == []
     # The same schema as the history's, each read back from its database.
-    _, replayed = asyncio.run(_on(engine_url(another_database, Path()), _replay_history, _schema))
+    _, replayed = asyncio.run(_on(engine_url(another_database, Path()), replay, _schema))
     assert started == replayed

@@ -10,8 +10,6 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from alembic import command
-from alembic.config import Config
 from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
 from sqlalchemy import Connection, text
@@ -20,7 +18,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.lesson.loader import load_lesson
 from app.lesson.render import render_lesson
 from app.live.database import engine_url
-from app.live.migrate import MIGRATIONS
+from app.live.migrate import alembic_config, replay
 from app.live.service import TIMER_S
 from app.live.store import SQLITE_FILE
 from app.main import create_app
@@ -422,10 +420,7 @@ def test_a_question_asked_again_starts_its_re_vote_empty(sqlite_client: TestClie
 
 
 def _at_0001_with_an_answer(connection: Connection) -> None:
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    config.attributes["connection"] = connection
-    command.upgrade(config, "0001")
+    replay(connection, "0001")
     connection.execute(
         text(
             "INSERT INTO live_classes (code, lesson, host_token, created_at, phase,"
@@ -466,10 +461,8 @@ def test_a_database_from_before_keeps_its_answers_as_vote_1(
     data_dir.mkdir(parents=True)
     url = engine_url(backend.get("database_url", ""), data_dir / SQLITE_FILE)
     asyncio.run(_make_old_database(url))
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
     with TestClient(create_app(settings_for(data_dir, **backend))) as client:
-        head = ScriptDirectory.from_config(config).get_current_head()
+        head = ScriptDirectory.from_config(alembic_config()).get_current_head()
         assert rows(client, "SELECT version_num FROM alembic_version") == [(head,)]
         assert rows(client, "SELECT nickname FROM live_participants") == [("Ada",)]
         assert rows(client, "SELECT round, confidence, choice FROM live_answers") == [(1, None, 2)]

@@ -22,21 +22,32 @@ MIGRATIONS = PROJECT_DIR / "migrations"
 LOCK_FILE = ".migrate.lock"
 
 
-def _upgrade(connection: Connection) -> None:
+def alembic_config(connection: Connection | None = None) -> Config:
+    """Alembic's configuration of this project's history, run on ``connection`` where given."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    return config
+
+
+def replay(connection: Connection, to: str = "head") -> None:
+    """Alembic's history applied on ``connection``, up to revision ``to``."""
     if connection.dialect.name == "sqlite":
         # Alembic alters a SQLite table by rebuilding it (a copy, then a DROP of the old one):
         # with foreign keys on, that DROP would delete every row hanging on it by its cascade
         # (a class's answers, when its students' table changes). Off for this connection, which
-        # is thrown away afterwards (see upgrade); first, as outside a transaction it must be.
+        # is thrown away afterwards (see upgrade); before any write, as outside a transaction
+        # it must be.
         connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    config.attributes["connection"] = connection
+    command.upgrade(alembic_config(connection), to)
+
+
+def _upgrade(connection: Connection) -> None:
     if inspect(connection).get_table_names():
-        command.upgrade(config, "head")
+        replay(connection)
     else:
         Base.metadata.create_all(connection)
-        command.stamp(config, "head")
+        command.stamp(alembic_config(connection), "head")
 
 
 async def revision(store: Store) -> str:
