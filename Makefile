@@ -48,11 +48,14 @@ run: $(VENV)/.run-installed
 	$(if $(filter no,$(WITH_TORCH)),ATLAS_CONFIRM_ENABLED=false) \
 	    $(BIN)/python scripts/serve --host $(HOST) --port $(PORT)
 
+# ruff (lint and format) and mypy: one command line, which `make test` also runs.
+LINT = $(BIN)/ruff check app tests bench $(SCRIPTS) \
+       && $(BIN)/ruff format --check app tests bench $(SCRIPTS) \
+       && $(BIN)/mypy \
+       && for script in $(SCRIPTS); do $(BIN)/mypy --strict --no-error-summary $$script || exit 1; done
+
 lint: $(VENV)/.test-installed
-	$(BIN)/ruff check app tests bench $(SCRIPTS)
-	$(BIN)/ruff format --check app tests bench $(SCRIPTS)
-	$(BIN)/mypy
-	for script in $(SCRIPTS); do $(BIN)/mypy --strict --no-error-summary $$script || exit 1; done
+	$(LINT)
 
 fmt: $(VENV)/.test-installed
 	$(BIN)/ruff format app tests bench $(SCRIPTS)
@@ -61,14 +64,27 @@ fmt: $(VENV)/.test-installed
 # Every test: three workers on the two cores (the suite waits on servers, browsers and torch
 # pools: two kept the cores 64 % busy, three 91-94 %); one xdist group (the clock-sensitive
 # tests; a module sharing one server) stays on one worker; then the tests that measure a
-# browser's wall time, with the machine to themselves. pytest's summary stays the last line.
+# browser's wall time (marked `alone`, in ALONE_TESTS only: tests/conftest.py refuses the mark
+# elsewhere), with the machine to themselves. Lint runs beside the parallel run at the lowest
+# priority (nice 19: mypy's cold start is 20 s of one core, taken from the moments the tests
+# leave a core idle, never from a test that measures time) and its report is printed after it;
+# a failure of either fails the target. On success pytest's summary is the last line.
 # Python's bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE,
 # as on this machine): else every server, worker and torch rank the tests start compiles the app
 # again, and every pytest process rewrites every test module's asserts (about 9 s each).
+ALONE_TESTS = tests/browser/test_live_scale.py
+LINT_LOG    = .pytest_cache/lint.log
 test: export PYTHONDONTWRITEBYTECODE =
-test: lint
-	$(BIN)/pytest -n 3 --dist loadgroup -m 'not alone'
-	$(BIN)/pytest -m alone
+test: export ATLAS_TESTS_ALONE = $(ALONE_TESTS)
+test: $(VENV)/.test-installed
+	@mkdir -p $(dir $(LINT_LOG))
+	@(nice -n 19 sh -c '$(LINT)') > $(LINT_LOG) 2>&1 & linting=$$!; \
+	$(BIN)/pytest -n 3 --dist loadgroup -m 'not alone'; tested=$$?; \
+	wait $$linting; linted=$$?; \
+	echo "--- make lint (run beside the tests) ---"; cat $(LINT_LOG); \
+	if [ $$linted -ne 0 ]; then echo "make lint failed (exit $$linted)"; exit 1; fi; \
+	if [ $$tested -ne 0 ]; then echo "the tests failed: pytest's summary is above lint's"; exit $$tested; fi; \
+	$(BIN)/pytest -m alone $(ALONE_TESTS)
 
 # The inner loop: no lint, no browser, no torch pool, no real server, fewer hypothesis examples,
 # on two cores (tests of one xdist group, the clock-sensitive ones, stay on one worker).

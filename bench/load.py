@@ -272,9 +272,10 @@ def run_once(server: Server, target: Target, seconds: float) -> Measured:
 def load_target(
     target: Target, workers: int, seconds: float, pairs: int, floor: Server, app: Server
 ) -> Row:
-    # A short warm-up so both sides have imported and compiled what they need.
+    # A short warm-up (as long as a run, up to 2 s) so both sides have imported and compiled
+    # what they need.
     for server in (floor, app):
-        run_once(server, target, 2)
+        run_once(server, target, min(2, seconds))
     runs = tuple(
         Pair(run_once(floor, target, seconds), run_once(app, target, seconds)) for _ in range(pairs)
     )

@@ -135,9 +135,9 @@ def measure(workers: int, seconds: float, pairs: int, app_dir: Path = ROOT) -> l
         wait_pool_settled(app)
         index = capture_floor_bodies(app, Path(folder), [TARGET])
         floor = stack.enter_context(spinning_floor(index, 0, workers))
-        # Warm both, then calibrate: what a request costs each of them.
+        # Warm both (as long as a run, up to 2 s), then calibrate: what a request costs each.
         for server in (floor, app):
-            run_once(server, TARGET, 2)
+            run_once(server, TARGET, min(2, seconds))
         cost = {
             name: run_once(server, TARGET, seconds)
             for name, server in (("floor", floor), ("app", app))

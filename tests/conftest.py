@@ -133,11 +133,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.distributed)
         if PROFILE == "quick":
             quick_examples(item)
+    refuse_alone_outside_its_files(items)
     # The slow ones first (a browser, a real server, a torch pool, a shared module fixture): xdist
     # hands out tests in this order, so the run ends on in-process tests of a few tenths of a
     # second that fill the workers evenly, not on one worker's minute of replicas while the
     # others wait (a stable sort: each kind keeps its order).
     items.sort(key=lambda item: not any(mark.name in SLOW_KINDS for mark in item.iter_markers()))
+
+
+# `make test` runs the tests marked `alone` by collecting only the Makefile's ALONE_TESTS (not
+# every module again for two tests); it names them here for the parallel run's collection.
+ALONE_FILES = "ATLAS_TESTS_ALONE"
+
+
+def refuse_alone_outside_its_files(items: list[pytest.Item]) -> None:
+    """Under `make test`, a test marked `alone` in a file that ALONE_TESTS does not name would
+    run in neither of its phases: stop the run and say where to name it."""
+    named = os.environ.get(ALONE_FILES)
+    if named is None:
+        return
+    files = {(ROOT / name).resolve() for name in named.split()}
+    for item in items:
+        if item.get_closest_marker("alone") is not None and item.path.resolve() not in files:
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked alone, but ALONE_TESTS in the Makefile does not name"
+                f" {item.path.relative_to(ROOT)}: `make test` would never run it"
+            )
 
 
 def quick_examples(item: pytest.Item) -> None:

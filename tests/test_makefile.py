@@ -8,10 +8,12 @@ the terminal's own: the line discipline sends SIGINT to the foreground process g
 
 import os
 import pty
+import re
 import select
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 import tomllib
@@ -148,11 +150,21 @@ def test_with_torch_no_turns_the_confirmation_off_even_where_torch_is_installed(
     assert "scripts/serve --host 127.0.0.1 --port 9999" in off
 
 
-def test_makefile_torch_pin_is_pyprojects() -> None:
+def make_variable(name: str) -> str:
+    """A variable of the Makefile as make reads it (its database, printed without running)."""
     done = subprocess.run(
         ["make", "-s", "-p", "-n", "torch-plan"], cwd=ROOT, capture_output=True, text=True
     )
-    assert f"TORCH_PIN := {TORCH_PIN}" in done.stdout
+    [value] = [
+        line.split("=", 1)[1].strip()
+        for line in done.stdout.splitlines()
+        if line.startswith(f"{name} =") or line.startswith(f"{name} :=")
+    ]
+    return value
+
+
+def test_makefile_torch_pin_is_pyprojects() -> None:
+    assert make_variable("TORCH_PIN") == TORCH_PIN
     assert f'torch = ["{TORCH_PIN}"]' in (ROOT / "pyproject.toml").read_text()
     assert TORCH_PIN in (ROOT / "requirements" / "constraints.txt").read_text().splitlines()
 
@@ -374,3 +386,77 @@ def test_constraints_pin_every_requirement_of_pyproject_within_its_range() -> No
         assert version is not None, f"{requirement.name} is not pinned: run make lock"
         assert requirement.specifier.contains(version), f"{requirement} but pinned {version}"
     assert not any(name.startswith("nvidia") for name in pinned), "the CPU build needs no CUDA"
+
+
+def test_make_test_runs_the_files_of_the_tests_marked_alone_by_themselves() -> None:
+    """`make test` deselects the `alone` tests from its parallel run and then collects only the
+    files ALONE_TESTS names: those must be every file that marks a test `alone` (read from the
+    sources here), and a collection told other files refuses the mark, naming the file."""
+    marking = {
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "tests").rglob("test_*.py")
+        if re.search(r"\bpytest\.mark\.alone\b", path.read_text())
+    }
+    named = make_variable("ALONE_TESTS").split()
+    assert marking
+    assert sorted(marking) == sorted(named)
+    elsewhere = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *named],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "ATLAS_TESTS_ALONE": "tests/test_makefile.py"},
+    )
+    assert elsewhere.returncode == pytest.ExitCode.USAGE_ERROR, elsewhere.stdout
+    assert f"ALONE_TESTS in the Makefile does not name {named[0]}" in elsewhere.stderr
+
+
+def stand_in_venv(folder: Path, failing: str = "") -> Path:
+    """A venv that make takes as installed (its stamps newer than what they are made from)
+    whose ruff, mypy and pytest are stand-ins: each records its arguments in ``calls`` (a line a
+    call) and exits 0, or 1 for the one named ``failing``. `make test`'s order and exit are what
+    is tested, not the tools' (the real ones run in this suite itself)."""
+    tools = folder / "bin"
+    tools.mkdir(parents=True)
+    (tools / "python").write_text("")
+    for tool in ("ruff", "mypy", "pytest"):
+        script = tools / tool
+        script.write_text(
+            f'#!/bin/sh\necho "{tool} $*" >> "{folder}/calls"\necho "{tool} says hello"\n'
+            f"exit {1 if tool == failing else 0}\n"
+        )
+        script.chmod(0o755)
+    later = time.time() + 60
+    for stamp in (".torch-installed", ".run-installed", ".test-installed"):
+        (folder / stamp).touch()
+        os.utime(folder / stamp, (later, later))
+        later += 1
+    return folder
+
+
+@pytest.mark.parametrize("failing", ["", "mypy", "pytest"])
+def test_make_test_lints_beside_the_parallel_run_and_fails_with_either(
+    tmp_path: Path, failing: str
+) -> None:
+    venv = stand_in_venv(tmp_path / "venv", failing)
+    done = subprocess.run(
+        ["make", "-s", "test", f"VENV={venv}", f"LINT_LOG={tmp_path / 'lint.log'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    calls = (venv / "calls").read_text().splitlines()
+    parallel = "pytest -n 3 --dist loadgroup -m not alone"
+    alone = f"pytest -m alone {make_variable('ALONE_TESTS')}"
+    assert parallel in calls
+    assert any(call.startswith("mypy") for call in calls), "lint ran"
+    assert "--- make lint (run beside the tests) ---\nruff says hello" in done.stdout
+    if failing:
+        assert done.returncode != 0
+        assert alone not in calls, "the alone phase runs only after both passed"
+    else:
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert calls[-1] == alone
+        assert done.stdout.splitlines()[-1] == "pytest says hello"
