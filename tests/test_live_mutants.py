@@ -69,6 +69,7 @@ from tests.test_live import (
     questions,
     settings_for,
     start_class,
+    start_class_with_a_letter,
     student,
 )
 from tests.test_live_labs import DRAGGED, lab_form
@@ -317,7 +318,7 @@ def test_past_the_free_misses_every_code_lookup_waits_except_with_the_classs_own
     class is no help."""
     settings = settings_for(tmp_path / "data", code_misses_per_minute=2)
     with TestClient(create_app(settings)) as host:
-        code = start_class(host)
+        code = start_class_with_a_letter(host)
         other = other_browser(host)
         other_code = start_class(other)
         pupil = student(host, code, "Ada")
