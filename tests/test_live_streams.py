@@ -120,23 +120,25 @@ def test_one_cookie_opening_2000_streams_leaves_the_class_working(two_workers: S
         host, code = await start_class(url)
         eve = await join(url, code, "Eve")
         cookie = cookie_header(eve)
-        probes = HealthProbes(url)
         opened: list[RawStream] = []
         statuses: list[int] = []
-        started = time.monotonic()
 
         async def one() -> None:
             stream, status = await RawStream.open(url, f"/class/{code}/events", cookie, "127.0.0.2")
             opened.append(stream)
             statuses.append(status)
 
-        for _ in range(STREAMS // 100):
-            await asyncio.gather(*(one() for _ in range(100)))
-        took = time.monotonic() - started
-        # Still held open by the client: the class's streams and requests go on.
-        newcomer = await join(url, code, "Ada")
-        asked = await host.post(f"/class/{code}/ask", data={"question": first.id})
-        times = probes.stop()
+        probes = HealthProbes(url)
+        try:
+            started = time.monotonic()
+            for _ in range(STREAMS // 100):
+                await asyncio.gather(*(one() for _ in range(100)))
+            took = time.monotonic() - started
+            # Still held open by the client: the class's streams and requests go on.
+            newcomer = await join(url, code, "Ada")
+            asked = await host.post(f"/class/{code}/ask", data={"question": first.id})
+        finally:
+            times = probes.stop()  # its thread ends with the test, whatever happened
         for stream in opened:
             stream.close()
         await newcomer.aclose()
