@@ -63,8 +63,8 @@ fmt: $(VENV)/.test-installed
 
 # Every test: three workers on the two cores (the suite waits on servers, browsers and torch
 # pools: two kept the cores 64 % busy, three 91-94 %); one xdist group (the clock-sensitive
-# tests; a module sharing one server) stays on one worker; then the tests that measure a
-# browser's wall time (marked `alone`, in ALONE_TESTS only: tests/conftest.py refuses the mark
+# tests; a module sharing one server) stays on one worker; then the tests bound by wall time (a
+# browser's, /healthz's: marked `alone`, in ALONE_TESTS only; tests/conftest.py refuses the mark
 # elsewhere), with the machine to themselves. Lint runs beside the parallel run at the lowest
 # priority (nice 19: mypy's cold start is 20 s of one core, taken from the moments the tests
 # leave a core idle, never from a test that measures time) and its report is printed after it;

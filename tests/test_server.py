@@ -201,9 +201,13 @@ def closed(sock: socket.socket) -> bool:
     return True
 
 
-# alone: a 1-second bound on wall time, which a second test process would share (beside the
-# parallel tests two runs saw a first probe of 1.09 and 1.14 s, the others under 0.2 s).
-@pytest.mark.alone
+# The tests that hold /healthz (or a page) to 1 s of wall time run in make test's alone phase: a
+# second test process would share that wall time (beside the parallel tests, two runs saw a first
+# probe of 1.09 and 1.14 s, the others under 0.2 s).
+healthz_within_a_second = pytest.mark.alone
+
+
+@healthz_within_a_second
 def test_1500_half_sent_requests_do_not_delay_healthz(guarded: Server) -> None:
     pid = guarded.process.pid
     fds_before = open_fds(pid)
@@ -369,9 +373,7 @@ def unread_bytes(sock: socket.socket) -> int:
     return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0" * 4))[0]
 
 
-# alone: a 1-second bound on wall time, which a second test process would share (beside the
-# parallel tests two runs saw a first probe of 1.09 and 1.14 s, the others under 0.2 s).
-@pytest.mark.alone
+@healthz_within_a_second
 def test_200_slow_readers_hold_little_and_do_not_delay_healthz(guarded: Server) -> None:
     pid = guarded.process.pid
     settle(pid)
@@ -421,9 +423,7 @@ def as_shipped() -> Iterator[Server]:
         stop(server)
 
 
-# alone: a 1-second bound on wall time, which a second test process would share (beside the
-# parallel tests two runs saw a first probe of 1.09 and 1.14 s, the others under 0.2 s).
-@pytest.mark.alone
+@healthz_within_a_second
 def test_500_students_behind_one_address_all_get_answers(as_shipped: Server) -> None:
     # 500 clients on loopback, each 3 requests on its own kept-alive connection, all at once:
     # no per-address cap, and the connection cap (1,000) is not reached.
