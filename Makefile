@@ -72,7 +72,8 @@ fmt: $(VENV)/.test-installed
 # Python's bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE,
 # as on this machine): else every server, worker and torch rank the tests start compiles the app
 # again, and every pytest process rewrites every test module's asserts (about 9 s each).
-ALONE_TESTS = tests/browser/test_live_scale.py tests/test_live_streams.py tests/test_server.py
+ALONE_TESTS = tests/browser/test_live_scale.py tests/test_live_events.py tests/test_live_streams.py \
+              tests/test_server.py
 LINT_LOG    = .pytest_cache/lint.log
 test: export PYTHONDONTWRITEBYTECODE =
 test: export ATLAS_TESTS_ALONE = $(ALONE_TESTS)
@@ -86,9 +87,10 @@ test: $(VENV)/.test-installed
 	if [ $$tested -ne 0 ]; then echo "the tests failed: pytest's summary is above lint's"; exit $$tested; fi; \
 	$(BIN)/pytest -m alone $(ALONE_TESTS)
 
-# The inner loop: no lint, no browser, no torch pool, no real server, fewer hypothesis examples,
-# on two cores (tests of one xdist group, the clock-sensitive ones, stay on one worker).
-QUICK_MARKERS = not browser and not distributed and not server and not slow
+# The inner loop: no lint, no browser, no torch pool, no real server, no wall-time bound (alone),
+# fewer hypothesis examples, on two cores (tests of one xdist group, the clock-sensitive ones,
+# stay on one worker).
+QUICK_MARKERS = not browser and not distributed and not server and not slow and not alone
 test-quick: export PYTHONDONTWRITEBYTECODE =
 test-quick: $(VENV)/.test-installed
 	HYPOTHESIS_PROFILE=quick $(BIN)/pytest -n 2 --dist loadgroup -m '$(QUICK_MARKERS)'

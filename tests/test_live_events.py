@@ -586,6 +586,9 @@ def test_at_the_cap_the_address_holding_most_streams_loses_its_oldest(data_dir: 
                     assert "class-question" in next(watching).data
 
 
+# alone: its bound is wall time (drawn within 0.9 s of the 0.3-s gap's start), which the parallel
+# tests share: beside them one run saw 1.11 s.
+@pytest.mark.alone
 def test_details_held_back_are_sent_when_a_short_gap_ends(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
