@@ -92,6 +92,7 @@ test: $(VENV)/.test-installed
 # stay on one worker).
 QUICK_MARKERS = not browser and not distributed and not server and not slow and not alone
 test-quick: export PYTHONDONTWRITEBYTECODE =
+test-quick: export ATLAS_TESTS_QUICK = 1
 test-quick: $(VENV)/.test-installed
 	HYPOTHESIS_PROFILE=quick $(BIN)/pytest -n 2 --dist loadgroup -m '$(QUICK_MARKERS)'
 

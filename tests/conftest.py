@@ -72,6 +72,7 @@ SERVER_MODULES = {
     "test_compression.py",
     "test_confirm_cli.py",
     "test_confirm_groups.py",
+    "test_fuzz.py",
     "test_listeners.py",
     "test_live_server.py",
     "test_makefile.py",
@@ -79,6 +80,20 @@ SERVER_MODULES = {
     "test_replicas.py",
     "test_servers.py",
 }
+
+
+# `make test-quick` (which sets it) leaves out every `server` and `browser` test: the modules all of
+# whose tests are one or the other are not even imported (test_fuzz.py's schemathesis builds its
+# cases at collection, about 2 s in each test process).
+QUICK_RUN = "ATLAS_TESTS_QUICK"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if os.environ.get(QUICK_RUN) and (
+        collection_path.name in SERVER_MODULES or collection_path == ROOT / "tests" / "browser"
+    ):
+        return True
+    return None
 
 
 # The instructor password of every app and server the tests start (through the environment,
