@@ -314,10 +314,10 @@ def chromium_available() -> bool:
 
 class Chromium:
     """One Playwright driver and Chromium per test process, open while the tests that use it come
-    one after another (a launch costs both together about 5 CPU-s: 13 a run, one per module, were
-    a minute of the two cores). Closed before a test that does not use it: Playwright's sync API
-    holds a running event loop in the main thread while it is open, and the tests that do not
-    use the browser (``asyncio.run`` in test_live, test_server, ...) need none."""
+    one after another (one per module was 13 launches a run, this is about 7). Closed before a
+    test that does not use it: Playwright's sync API holds a running event loop in the main
+    thread while it is open, and ``asyncio.run`` (test_live_store, test_server, ...) refuses to
+    run beside one."""
 
     def __init__(self) -> None:
         self._playwright: Any = None
