@@ -312,64 +312,23 @@ def chromium_available() -> bool:
     return Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is not None
 
 
-class Chromium:
-    """One Playwright driver and Chromium per test process, open while the tests that use it come
-    one after another (one per module was 13 launches a run, this is about 7). Closed before a
-    test that does not use it: Playwright's sync API holds a running event loop in the main
-    thread while it is open, and ``asyncio.run`` (test_live_store, test_server, ...) refuses to
-    run beside one."""
-
-    def __init__(self) -> None:
-        self._playwright: Any = None
-        self._instance: Any = None
-
-    def open(self) -> Any:
-        if self._instance is not None and self._instance.is_connected():
-            return self._instance
-        self.close()
-        from playwright.sync_api import sync_playwright
-
-        self._playwright = sync_playwright().start()
-        self._instance = self._playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS
-        )
-        return self._instance
-
-    def close(self) -> None:
-        instance, playwright = self._instance, self._playwright
-        self._instance = self._playwright = None
-        try:
-            if instance is not None:
-                instance.close()
-        finally:
-            if playwright is not None:
-                playwright.stop()
-
-
-CHROMIUM_PROCESS = Chromium()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """After a module's tests (its fixtures torn down), Chromium stays open only if the next test
-    uses it; inside a module it stays open, as a module's fixture would keep it."""
-    try:
-        return (yield)
-    finally:
-        leaving = nextitem is None or nextitem.path != item.path
-        if leaving and "browser" not in getattr(nextitem, "fixturenames", ()):
-            CHROMIUM_PROCESS.close()
-
-
 @pytest.fixture(scope="module")
-def browser() -> Any:
-    """Real Chromium from Debian (never a downloaded build); skipped only outside CI. The test
-    process's one ``Chromium``, shared by the modules whose tests follow one another."""
+def browser() -> Iterator[Any]:
+    """Real Chromium from Debian (never a downloaded build); skipped only outside CI. One per
+    module: Playwright's sync API holds a running event loop in the main thread while it is open,
+    and the tests after the browser's (``asyncio.run`` in test_live, test_server, ...) need none."""
     if not chromium_available():
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true but no Chromium at {CHROMIUM}: {INSTALL_CHROMIUM}")
         pytest.skip(f"no Chromium at {CHROMIUM} ({INSTALL_CHROMIUM})")
-    return CHROMIUM_PROCESS.open()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
 
 
 @dataclass
