@@ -73,7 +73,7 @@ fmt: $(VENV)/.test-installed
 # as on this machine): else every server, worker and torch rank the tests start compiles the app
 # again, and every pytest process rewrites every test module's asserts (about 9 s each).
 ALONE_TESTS = tests/browser/test_live_scale.py tests/test_live_events.py tests/test_live_streams.py \
-              tests/test_server.py
+              tests/test_server.py tests/test_server_guards.py
 LINT_LOG    = .pytest_cache/lint.log
 test: export PYTHONDONTWRITEBYTECODE =
 test: export ATLAS_TESTS_ALONE = $(ALONE_TESTS)
