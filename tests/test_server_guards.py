@@ -36,7 +36,9 @@ EVENT_WAIT_S = 10
 
 Address = tuple[str, int]
 
-pytestmark = [pytest.mark.server, pytest.mark.xdist_group("clock")]
+# alone: the clients' pauses must stay inside deadlines of 0.3 to 1 s by wall time, which the
+# parallel tests share: beside them, clean-clone CI runs on a slow day saw the server give up early.
+pytestmark = [pytest.mark.server, pytest.mark.xdist_group("clock"), pytest.mark.alone]
 
 
 # Each server's settings, by the thread it runs in: the protocol reads them (get_settings) as a
@@ -256,9 +258,6 @@ def test_a_body_at_a_fair_rate_but_too_long_meets_the_request_deadline(timed: Ad
     )
 
 
-# alone: the client's pauses (75 ms) must stay inside the 0.3-s body deadline by wall time, which
-# the parallel tests share: beside them, a clean-clone CI run on a slow day saw the server give up.
-@pytest.mark.alone
 def test_a_body_at_a_fair_rate_is_answered(timed: Address) -> None:
     body = b"x" * 600
     with socket.create_connection(timed) as sock:
