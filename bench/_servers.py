@@ -1,6 +1,7 @@
 """Start a real uvicorn (the app or the floor) on a loopback port, and stop it."""
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -26,7 +27,38 @@ class Server:
     startup_s: float = 0.0  # wall time from launch to the first 200 on the ready path
 
 
-def free_port() -> int:
+# Where servers started here listen: below the range the kernel gives outgoing connections, so
+# no client socket can take a port between its pick and the server's bind (a port from bind(0)
+# comes from that range, and the tests open thousands of client connections beside each other).
+LOWEST_PORT = 10_000
+OUTGOING_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def server_ports() -> range:
+    """The ports :func:`free_port` picks from: from ``LOWEST_PORT`` up to the kernel's outgoing
+    range (Linux's ``ip_local_port_range``; elsewhere 32768, below BSD's and Windows' 49152)."""
+    try:
+        outgoing_low = int(OUTGOING_PORTS.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        outgoing_low = 32_768
+    return range(LOWEST_PORT, max(LOWEST_PORT, outgoing_low))
+
+
+def free_port(ports: range | None = None) -> int:
+    """A loopback port no socket is bound to, for a server about to start, from ``ports`` (by
+    default :func:`server_ports`), picked at random so processes starting servers at once rarely
+    try the same one. With no such range (the outgoing range starts at ``LOWEST_PORT`` or
+    below), the kernel's pick."""
+    candidates = server_ports() if ports is None else ports
+    for port in random.sample(candidates, min(len(candidates), 1000)):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:  # bound, listening, or closing (TIME_WAIT) there: another one
+                continue
+            return port
+    if candidates:
+        raise RuntimeError(f"no free loopback port in {candidates.start}-{candidates.stop - 1}")
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

@@ -2,7 +2,6 @@
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from hypothesis import settings as hypothesis_settings
 
 from app.main import create_app
 from app.settings import Settings
+from bench._servers import free_port
 
 # The suite shares two cores with other work: one example's wall time says nothing about the
 # code (a 0.7 ms example took 850 ms under load), so property tests run without a deadline.
@@ -232,12 +232,6 @@ def run_benchmark(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=300,
         env={"PATH": "/usr/bin:/bin", "ATLAS_CONFIRM_ENABLED": "false"},
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -38,7 +38,7 @@ Address = tuple[str, int]
 
 # alone: the clients' pauses must stay inside deadlines of 0.3 to 1 s by wall time, which the
 # parallel tests share: beside them, clean-clone CI runs on a slow day saw the server give up early.
-pytestmark = [pytest.mark.server, pytest.mark.xdist_group("clock"), pytest.mark.alone]
+pytestmark = [pytest.mark.server, pytest.mark.alone]
 
 
 # Each server's settings, by the thread it runs in: the protocol reads them (get_settings) as a

@@ -1,12 +1,16 @@
-"""The private PostgreSQL fixtures: they start, answer, stop, and leave nothing behind."""
+"""The servers the tests start: the ports they listen on, and the private PostgreSQL fixtures
+(they start, answer, stop, and leave nothing behind)."""
 
 import os
+import socket
 import subprocess
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from bench import _stores
+from bench._servers import free_port, server_ports
 from tests import servers
 from tests.servers import Postgres
 
@@ -27,6 +31,51 @@ def family(pid: int) -> set[int]:
 
 def alive(pids: set[int]) -> set[int]:
     return {pid for pid in pids if Path(f"/proc/{pid}").exists()}
+
+
+def outgoing_low() -> int:
+    """Where the kernel's ports for outgoing connections begin, read from the kernel."""
+    return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+
+
+def test_a_free_port_is_one_no_client_connection_can_take_and_a_server_can_bind() -> None:
+    # A client's socket takes its port from the outgoing range: a server port below it cannot
+    # be taken between its pick and the server's bind by the connections the tests open.
+    low = outgoing_low()
+    picked = [free_port() for _ in range(50)]
+    assert all(1024 <= port < low for port in picked), (low, picked)
+    assert len(set(picked)) > 40, "picked at random: processes starting servers at once differ"
+    with socket.create_server(("127.0.0.1", picked[0])) as server:
+        assert server.getsockname()[1] == picked[0]
+
+
+def hold_ports(count: int, held: ExitStack) -> range:
+    """``count`` consecutive server ports, each free when found, now listened on until ``held``
+    closes."""
+    ports = server_ports()
+    for start in range(ports.start, ports.stop - count, count):
+        attempt = ExitStack()
+        try:
+            for port in range(start, start + count):
+                attempt.enter_context(socket.create_server(("127.0.0.1", port)))
+        except OSError:
+            attempt.close()
+            continue
+        held.push(attempt)
+        return range(start, start + count)
+    raise AssertionError("no four free consecutive ports")
+
+
+def test_a_port_a_socket_holds_is_never_handed_out_and_none_left_is_an_error() -> None:
+    with ExitStack() as held:
+        ports = hold_ports(3, held)
+        free = ports.stop  # the next port: free_port must find it among the three held
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", free))  # free now (else the test would not be fair)
+        wider = range(ports.start, ports.stop + 1)
+        assert {free_port(wider) for _ in range(20)} == {free}
+        with pytest.raises(RuntimeError, match=f"no free loopback port in {ports.start}-"):
+            free_port(ports)
 
 
 def test_postgres_starts_answers_and_leaves_nothing_behind() -> None:
