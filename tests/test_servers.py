@@ -49,31 +49,33 @@ def test_a_free_port_is_one_no_client_connection_can_take_and_a_server_can_bind(
         assert server.getsockname()[1] == picked[0]
 
 
-def hold_ports(count: int, held: ExitStack) -> range:
-    """``count`` consecutive server ports, each free when found, now listened on until ``held``
-    closes."""
+def listen_on_consecutive_ports(count: int, held: ExitStack) -> list[socket.socket]:
+    """Sockets listening on ``count`` consecutive server ports (free when found), open until
+    ``held`` closes."""
     ports = server_ports()
     for start in range(ports.start, ports.stop - count, count):
         attempt = ExitStack()
         try:
-            for port in range(start, start + count):
+            listening = [
                 attempt.enter_context(socket.create_server(("127.0.0.1", port)))
+                for port in range(start, start + count)
+            ]
         except OSError:
             attempt.close()
             continue
         held.push(attempt)
-        return range(start, start + count)
-    raise AssertionError("no four free consecutive ports")
+        return listening
+    raise AssertionError(f"no {count} free consecutive ports")
 
 
 def test_a_port_a_socket_holds_is_never_handed_out_and_none_left_is_an_error() -> None:
     with ExitStack() as held:
-        ports = hold_ports(3, held)
-        free = ports.stop  # the next port: free_port must find it among the three held
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", free))  # free now (else the test would not be fair)
-        wider = range(ports.start, ports.stop + 1)
-        assert {free_port(wider) for _ in range(20)} == {free}
+        listening = listen_on_consecutive_ports(4, held)
+        ports = range(listening[0].getsockname()[1], listening[-1].getsockname()[1] + 1)
+        freed = listening[1].getsockname()[1]
+        listening[1].close()  # a listener closed with no connection leaves its port free at once
+        assert {free_port(ports) for _ in range(20)} == {freed}
+        held.enter_context(socket.create_server(("127.0.0.1", freed)))
         with pytest.raises(RuntimeError, match=f"no free loopback port in {ports.start}-"):
             free_port(ports)
 
