@@ -82,15 +82,17 @@ SERVER_MODULES = {
 }
 
 
+# Every test here drives Chromium: pytest_collection_modifyitems marks it `browser`.
+BROWSER_TESTS = ROOT / "tests" / "browser"
 # `make test-quick` (which sets it) leaves out every `server` and `browser` test: the modules all of
-# whose tests are one or the other are not even imported (test_fuzz.py's schemathesis builds its
-# cases at collection, about 2 s in each test process).
+# whose tests are one or the other (marked so below, whatever the module says) are not even
+# imported (test_fuzz.py's schemathesis builds its cases at collection, about 2 s a process).
 QUICK_RUN = "ATLAS_TESTS_QUICK"
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     if os.environ.get(QUICK_RUN) and (
-        collection_path.name in SERVER_MODULES or collection_path == ROOT / "tests" / "browser"
+        collection_path.name in SERVER_MODULES or collection_path == BROWSER_TESTS
     ):
         return True
     return None
@@ -146,6 +148,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.server)
         if fixtures & POOL_FIXTURES:
             item.add_marker(pytest.mark.distributed)
+        if item.path.is_relative_to(BROWSER_TESTS):
+            item.add_marker(pytest.mark.browser)
         if PROFILE == "quick":
             quick_examples(item)
     refuse_alone_outside_its_files(items)
