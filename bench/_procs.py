@@ -54,6 +54,20 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def pss_bytes(pids: list[int]) -> int:
+    """The processes' proportional set size together (``smaps_rollup``)."""
+    total = 0
+    for pid in pids:
+        try:
+            rollup = (PROC / str(pid) / "smaps_rollup").read_text()
+        except OSError:
+            continue
+        total += next(
+            int(line.split()[1]) * 1024 for line in rollup.splitlines() if line.startswith("Pss:")
+        )
+    return total
+
+
 def holds_torch(pid: int) -> bool:
     """Whether the process has torch's C++ library mapped, i.e. it imported torch."""
     try:
@@ -80,13 +94,25 @@ def cpu_seconds(pids: list[int]) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return (PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def uvicorn_workers(supervisor: int) -> list[int]:
-    """uvicorn's worker processes: the children its supervisor spawned with multiprocessing."""
-    return sorted(
-        pid
-        for pid in children(supervisor)
-        if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    )
+    """uvicorn's worker processes: those its supervisor started with multiprocessing, spawned
+    (its children running ``spawn_main``: uvicorn's own way) or forked by a fork server (the
+    children of its child running ``multiprocessing.forkserver``: ``app.web.listeners``')."""
+    found = []
+    for pid in children(supervisor):
+        command = _cmdline(pid)
+        if b"spawn_main" in command:
+            found.append(pid)
+        elif b"multiprocessing.forkserver" in command:
+            found.extend(children(pid))
+    return sorted(found)
 
 
 def web_processes(root: int) -> list[int]:

@@ -27,6 +27,7 @@ import pytest
 from itsdangerous import URLSafeSerializer
 
 from app.live.access import STUDENT_SALT, student_cookie
+from bench._procs import uvicorn_workers
 from tests.confirming import run_own_loop
 from tests.conftest import ROOT, free_port
 from tests.test_confirm_server import (
@@ -130,8 +131,8 @@ def test_turned_off_no_owner_starts_and_every_worker_says_why(tmp_path: Path) ->
             assert response.status_code == 503
             assert "ATLAS_CONFIRM_ENABLED=false" in response.json()["detail"]
         # A web worker decides before it serves: turned off, it starts no owner, ever.
-        workers = [pid for pid, parent in parents().items() if parent == live.process.pid]
-        assert workers
+        workers = uvicorn_workers(live.process.pid)
+        assert len(workers) == 2
         assert not any(descendants(pid) for pid in workers), "a web worker started a process"
         assert not any(maps_torch(pid) for pid in descendants(live.process.pid))
         stop(live)
@@ -144,10 +145,10 @@ def test_turned_off_no_owner_starts_and_every_worker_says_why(tmp_path: Path) ->
 def test_no_web_worker_holds_torch_and_one_owner_holds_eight_ranks(app: App) -> None:
     owner = the_host(app)
     table = parents()
-    # The web workers (and multiprocessing's helper): none imports torch; one started the owner.
-    workers = [pid for pid, parent in table.items() if parent == app.process.pid]
+    # The web workers: none imports torch; one started the owner.
+    workers = uvicorn_workers(app.process.pid)
     assert table[owner] in workers
-    assert len(workers) >= 2
+    assert len(workers) == 2
     assert not any(maps_torch(pid) for pid in [app.process.pid, owner, *workers])
     others = [pid for pid in workers if pid != table[owner]]
     assert not any(descendants(pid) for pid in others), "a second web worker started a process"

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from app.confirm.pool import process_gone
+from bench._procs import uvicorn_workers
 from tests.conftest import ROOT, free_port, start_server, stop_server
 
 pytestmark = pytest.mark.distributed
@@ -359,7 +360,8 @@ def test_two_web_workers_share_one_pool_and_take_it_over() -> None:
         assert roles_seen(url) == {"owner", "peer"}
         for salt in range(10):  # fresh connections land on both workers; all reach the pool
             assert post(url, body_for(2 + salt % 7, 10 + salt)).status_code == 200
-        workers = [pid for pid, parent in parents().items() if parent == process.pid]
+        workers = uvicorn_workers(process.pid)
+        assert len(workers) == 2
         owner = next(pid for pid in workers if torch_processes(pid))
         pool = torch_processes(owner)
         os.kill(owner, signal.SIGKILL)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.web.listeners import WorkerSocket, check_free, spreads_connections
-from bench._procs import uvicorn_workers
+from bench._procs import cpu_seconds, uvicorn_workers
 from bench._servers import ROOT, Server, free_port, launch, stop
 
 pytestmark = pytest.mark.skipif(not spreads_connections(), reason="SO_REUSEPORT spreads on Linux")
@@ -183,3 +183,29 @@ def test_a_worker_that_dies_is_replaced_by_one_on_a_socket_of_its_own(
         with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             assert sock.recv(64).startswith(b"HTTP/1.1 200")
+
+
+def parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
+def test_the_app_is_imported_once_and_each_worker_forked_from_that_import() -> None:
+    """The fork server below the supervisor imports the app (about a CPU-second); each worker is
+    forked from it and only builds the app, where a spawned worker would import it all again."""
+    port = free_port()
+    server = start(port)
+    try:
+        wait_for(lambda: sum(by_worker(port, workers_of(server), LISTEN).values()) == 2)
+        workers = workers_of(server)
+        assert len(workers) == 2
+        (fork_server,) = {parent_of(pid) for pid in workers}
+        assert parent_of(fork_server) == server.process.pid
+        command = Path(f"/proc/{fork_server}/cmdline").read_bytes()
+        assert b"multiprocessing.forkserver" in command
+        imported = cpu_seconds([fork_server])
+        started = {pid: cpu_seconds([pid]) for pid in workers}
+        assert all(cpu < imported / 3 for cpu in started.values()), (imported, started)
+    finally:
+        stop(server)
+    assert server.process.returncode == 0
