@@ -174,8 +174,16 @@ def test_a_worker_that_dies_is_replaced_by_one_on_a_socket_of_its_own(
     server, port = two_workers
     first, second = workers_of(server)
     os.kill(first, signal.SIGKILL)
-    wait_for(lambda: len(workers_of(server)) == 2 and first not in workers_of(server))
-    workers = workers_of(server)
+    seen: list[list[int]] = [[]]
+
+    def replaced() -> bool:
+        # One look at the processes: the killed worker may still be listed as it exits, and
+        # gone by a second look that moment.
+        seen[0] = workers_of(server)
+        return len(seen[0]) == 2 and first not in seen[0]
+
+    wait_for(replaced)
+    workers = seen[0]
     wait_for(lambda: sum(by_worker(port, workers, LISTEN).values()) == 2)
     assert by_worker(port, workers, LISTEN) == Counter(dict.fromkeys(workers, 1))
     assert second in workers
