@@ -68,6 +68,21 @@ def pss_bytes(pids: list[int]) -> int:
     return total
 
 
+# /proc/net/tcp's socket states.
+LISTEN, ESTABLISHED = "0A", "01"
+
+
+def sockets_on(port: int) -> dict[int, str]:
+    """Each IPv4 TCP socket on local ``port`` of 127.0.0.1, by inode: its state."""
+    found = {}
+    for line in (PROC / "net" / "tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        address, state, inode = fields[1], fields[3], int(fields[9])
+        if address == f"0100007F:{port:04X}" and inode:
+            found[inode] = state
+    return found
+
+
 def holds_torch(pid: int) -> bool:
     """Whether the process has torch's C++ library mapped, i.e. it imported torch."""
     try:

@@ -21,22 +21,16 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bench._procs import PROC, cpu_seconds, descendants, pss_bytes, uvicorn_workers
+from bench._procs import LISTEN, cpu_seconds, descendants, pss_bytes, sockets_on, uvicorn_workers
 from bench._servers import ROOT, free_port, launch, stop
 
 RESULTS = Path(__file__).resolve().parent / "results"
-LISTEN = "0A"  # /proc/net/tcp's state
 WAIT_S = 60.0
 
 
 def listening_sockets(port: int) -> int:
     """How many sockets listen on 127.0.0.1:``port`` (one per worker)."""
-    count = 0
-    for line in (PROC / "net" / "tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        if fields[1] == f"0100007F:{port:04X}" and fields[3] == LISTEN:
-            count += 1
-    return count
+    return sum(state == LISTEN for state in sockets_on(port).values())
 
 
 def wait_until(condition: Callable[[], bool], what: str) -> None:
@@ -68,24 +62,24 @@ def one_round(workers: int, app_dir: Path) -> dict[str, float]:
             start_cpu = cpu_seconds(tree)
             pss = pss_bytes(tree)
             victim = uvicorn_workers(server.process.pid)[0]
-            others_cpu = cpu_seconds([pid for pid in tree if pid != victim])
+            rest = [pid for pid in tree if pid != victim]
+            rest_cpu = cpu_seconds(rest)
             killed = time.monotonic()
             os.kill(victim, signal.SIGKILL)
+            fresh: list[int] = []
 
             def replaced() -> bool:
+                # One look at the processes: the killed worker may be listed as it exits.
                 now = uvicorn_workers(server.process.pid)
-                fresh = [pid for pid in now if pid not in tree]
+                fresh[:] = [pid for pid in now if pid not in tree]
                 return len(now) == workers and len(fresh) == 1
 
             wait_until(replaced, "the killed worker replaced")
-            (replacement,) = (p for p in uvicorn_workers(server.process.pid) if p not in tree)
             wait_until(lambda: listening_sockets(port) == workers, "the replacement listening")
             replaced_s = time.monotonic() - killed
-            replacement_cpu = cpu_seconds([replacement])
-            # The supervisor's and the fork server's share of the restart (a spawned worker's
-            # import is all in the replacement itself).
-            rest = [pid for pid in tree if pid != victim]
-            restart_cpu = replacement_cpu + cpu_seconds(rest) - others_cpu
+            # The replacement's own CPU, and what the supervisor and the fork server spent on it
+            # (a spawned worker's import is all in the replacement itself).
+            restart_cpu = cpu_seconds(fresh) + cpu_seconds(rest) - rest_cpu
         finally:
             stop(server)
     return {

@@ -15,23 +15,10 @@ from pathlib import Path
 import pytest
 
 from app.web.listeners import WorkerSocket, check_free, spreads_connections
-from bench._procs import cpu_seconds, uvicorn_workers
+from bench._procs import ESTABLISHED, LISTEN, cpu_seconds, sockets_on, uvicorn_workers
 from bench._servers import ROOT, Server, free_port, launch, stop
 
 pytestmark = pytest.mark.skipif(not spreads_connections(), reason="SO_REUSEPORT spreads on Linux")
-
-LISTEN, ESTABLISHED = "0A", "01"  # /proc/net/tcp's states
-
-
-def sockets_on(port: int) -> dict[int, str]:
-    """Each IPv4 TCP socket on local ``port`` of 127.0.0.1, by inode: its state."""
-    found = {}
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        address, state, inode = fields[1], fields[3], int(fields[9])
-        if address == f"0100007F:{port:04X}" and inode:
-            found[inode] = state
-    return found
 
 
 def inodes_of(pid: int) -> set[int]:
