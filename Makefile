@@ -61,31 +61,38 @@ fmt: $(VENV)/.test-installed
 	$(BIN)/ruff format app tests bench $(SCRIPTS)
 	$(BIN)/ruff check --fix app tests bench $(SCRIPTS)
 
-# Every test: three workers on the two cores (the suite waits on servers, browsers and torch
-# pools: two kept the cores 64 % busy, three 91-94 %); one xdist group (the clock-sensitive
-# tests; a module sharing one server) stays on one worker; then the tests bound by wall time (a
-# browser's, /healthz's: marked `alone`, in ALONE_TESTS only; tests/conftest.py refuses the mark
-# elsewhere), with the machine to themselves. Lint runs beside the parallel run at the lowest
-# priority (nice 19: mypy's cold start is 20 s of one core, taken from the moments the tests
-# leave a core idle, never from a test that measures time) and its report is printed after it;
-# a failure of either fails the target. On success pytest's summary is the last line.
+# Every test, in two parts. First the tests bound by wall time (a browser's, /healthz's, deadlines
+# of a fraction of a second: marked `alone`, in ALONE_TESTS only; tests/conftest.py refuses the
+# mark elsewhere), by themselves: they leave most of the two cores idle, and lint runs beside them
+# at idle priority (SCHED_IDLE where chrt exists, and nice 19: it gets a core only when no test
+# wants it; mypy's cold start is about 17 s of one core). Then every other test on three workers
+# (the suite waits on servers, browsers and torch pools: two kept the cores 64 % busy, three
+# 91-94 %); one xdist group (the clock-sensitive tests; a module sharing one server) stays on one
+# worker. Every part runs whatever another's outcome; lint's report is printed at the end, and the
+# last line says what failed, if anything.
 # Python's bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE,
 # as on this machine): else every server, worker and torch rank the tests start compiles the app
 # again, and every pytest process rewrites every test module's asserts (about 9 s each).
 ALONE_TESTS = tests/browser/test_live_scale.py tests/test_live_events.py tests/test_live_streams.py \
               tests/test_server.py tests/test_server_guards.py
 LINT_LOG    = .pytest_cache/lint.log
+# Lint's priority beside the alone tests: idle where chrt (util-linux) exists, else the lowest nice.
+IDLE        = $(if $(shell command -v chrt),chrt --idle 0) nice -n 19
 test: export PYTHONDONTWRITEBYTECODE =
 test: export ATLAS_TESTS_ALONE = $(ALONE_TESTS)
 test: $(VENV)/.test-installed
 	@mkdir -p $(dir $(LINT_LOG))
-	@(nice -n 19 sh -c '$(LINT)') > $(LINT_LOG) 2>&1 & linting=$$!; \
+	@($(IDLE) sh -c '$(LINT)') > $(LINT_LOG) 2>&1 & linting=$$!; \
+	$(BIN)/pytest -m alone $(ALONE_TESTS); alone=$$?; \
 	$(BIN)/pytest -n 3 --dist loadgroup -m 'not alone'; tested=$$?; \
 	wait $$linting; linted=$$?; \
-	echo "--- make lint (run beside the tests) ---"; cat $(LINT_LOG); \
-	if [ $$linted -ne 0 ]; then echo "make lint failed (exit $$linted)"; exit 1; fi; \
-	if [ $$tested -ne 0 ]; then echo "the tests failed: pytest's summary is above lint's"; exit $$tested; fi; \
-	$(BIN)/pytest -m alone $(ALONE_TESTS)
+	echo "--- make lint (run beside the alone tests) ---"; cat $(LINT_LOG); \
+	failed=""; \
+	if [ $$linted -ne 0 ]; then failed="$$failed; make lint (exit $$linted, its report just above)"; fi; \
+	if [ $$alone -ne 0 ]; then failed="$$failed; the alone tests (exit $$alone, the first pytest summary)"; fi; \
+	if [ $$tested -ne 0 ]; then failed="$$failed; the other tests (exit $$tested, the second pytest summary)"; fi; \
+	if [ -n "$$failed" ]; then echo "make test failed: $${failed#; }"; exit 1; fi; \
+	echo "make test passed: lint, the alone tests and the other tests"
 
 # The inner loop: no lint, no browser, no torch pool, no real server, no wall-time bound (alone),
 # fewer hypothesis examples, on two cores (tests of one xdist group, the clock-sensitive ones,

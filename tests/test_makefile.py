@@ -415,16 +415,17 @@ def test_make_test_runs_the_files_of_the_tests_marked_alone_by_themselves() -> N
 def stand_in_venv(folder: Path, failing: str = "") -> Path:
     """A venv that make takes as installed (its stamps newer than what they are made from)
     whose ruff, mypy and pytest are stand-ins: each records its arguments in ``calls`` (a line a
-    call) and exits 0, or 1 for the one named ``failing``. `make test`'s order and exit are what
-    is tested, not the tools' (the real ones run in this suite itself)."""
+    call) and exits 0, or 1 for a call whose line begins with ``failing``. `make test`'s order
+    and exit are what is tested, not the tools' (the real ones run in this suite itself)."""
     tools = folder / "bin"
     tools.mkdir(parents=True)
     (tools / "python").write_text("")
+    fails = failing or "no call fails"
     for tool in ("ruff", "mypy", "pytest"):
         script = tools / tool
         script.write_text(
             f'#!/bin/sh\necho "{tool} $*" >> "{folder}/calls"\necho "{tool} says hello"\n'
-            f"exit {1 if tool == failing else 0}\n"
+            f'case "{tool} $*" in "{fails}"*) exit 1;; esac\n'
         )
         script.chmod(0o755)
     later = time.time() + 60
@@ -435,28 +436,60 @@ def stand_in_venv(folder: Path, failing: str = "") -> Path:
     return folder
 
 
-@pytest.mark.parametrize("failing", ["", "mypy", "pytest"])
-def test_make_test_lints_beside_the_parallel_run_and_fails_with_either(
-    tmp_path: Path, failing: str
-) -> None:
-    venv = stand_in_venv(tmp_path / "venv", failing)
-    done = subprocess.run(
-        ["make", "-s", "test", f"VENV={venv}", f"LINT_LOG={tmp_path / 'lint.log'}"],
+def make_test(venv: Path, lint_log: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["make", "-s", "test", f"VENV={venv}", f"LINT_LOG={lint_log}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+ALONE_PHASE = f"pytest -m alone {make_variable('ALONE_TESTS')}"
+OTHER_PHASE = "pytest -n 3 --dist loadgroup -m not alone"
+
+
+@pytest.mark.parametrize(
+    ("failing", "named"),
+    [
+        ("", ""),
+        ("mypy", "make lint (exit 1, its report just above)"),
+        (ALONE_PHASE, "the alone tests (exit 1, the first pytest summary)"),
+        (OTHER_PHASE, "the other tests (exit 1, the second pytest summary)"),
+    ],
+    ids=["all-pass", "lint-fails", "alone-fail", "others-fail"],
+)
+def test_make_test_runs_the_alone_tests_first_with_lint_beside_and_names_what_failed(
+    tmp_path: Path, failing: str, named: str
+) -> None:
+    venv = stand_in_venv(tmp_path / "venv", failing)
+    done = make_test(venv, tmp_path / "lint.log")
     calls = (venv / "calls").read_text().splitlines()
-    parallel = "pytest -n 3 --dist loadgroup -m not alone"
-    alone = f"pytest -m alone {make_variable('ALONE_TESTS')}"
-    assert parallel in calls
+    # The alone tests first, then the others, whatever the outcome of either or of lint.
+    assert [call for call in calls if call.startswith("pytest")] == [ALONE_PHASE, OTHER_PHASE]
     assert any(call.startswith("mypy") for call in calls), "lint ran"
-    assert "--- make lint (run beside the tests) ---\nruff says hello" in done.stdout
+    assert "--- make lint (run beside the alone tests) ---\nruff says hello" in done.stdout
+    last = done.stdout.splitlines()[-1]
     if failing:
         assert done.returncode != 0
-        assert alone not in calls, "the alone phase runs only after both passed"
+        assert last == f"make test failed: {named}"
     else:
         assert done.returncode == 0, done.stdout + done.stderr
-        assert calls[-1] == alone
-        assert done.stdout.splitlines()[-1] == "pytest says hello"
+        assert last == "make test passed: lint, the alone tests and the other tests"
+
+
+def test_make_test_lints_at_idle_priority_beside_the_alone_tests(tmp_path: Path) -> None:
+    """Lint takes a core only when no alone test wants it: its processes run under SCHED_IDLE
+    (read from the kernel by the stand-in mypy itself) where chrt exists."""
+    if shutil.which("chrt") is None:
+        pytest.skip("no chrt (util-linux) here: lint runs at nice 19 only")
+    venv = stand_in_venv(tmp_path / "venv")
+    (venv / "bin" / "mypy").write_text(
+        f'#!/bin/sh\nchrt -p $$ >> "{venv}/policy"\nnice >> "{venv}/policy"\n'
+    )
+    done = make_test(venv, tmp_path / "lint.log")
+    assert done.returncode == 0, done.stdout + done.stderr
+    policy = (venv / "policy").read_text()
+    assert "SCHED_IDLE" in policy, policy
+    assert policy.splitlines()[-1] == "19"
