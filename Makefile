@@ -63,28 +63,35 @@ fmt: $(VENV)/.test-installed
 
 # Every test, in two parts. First the tests bound by wall time (a browser's, /healthz's, deadlines
 # of a fraction of a second: marked `alone`, in ALONE_TESTS only; tests/conftest.py refuses the
-# mark elsewhere), by themselves: they leave most of the two cores idle, and lint runs beside them
-# at idle priority (SCHED_IDLE where chrt exists, and nice 19: it gets a core only when no test
-# wants it; mypy's cold start is about 17 s of one core). Then every other test on three workers
-# (the suite waits on servers, browsers and torch pools: two kept the cores 64 % busy, three
-# 91-94 %); one xdist group (the clock-sensitive tests; a module sharing one server) stays on one
-# worker. Every part runs whatever another's outcome; lint's report is printed at the end, and the
-# last line says what failed, if anything.
+# mark elsewhere), by themselves: they leave most of the two cores idle, and beside them, at idle
+# priority (SCHED_IDLE: a core only when no test wants it), run lint (chrt where it exists, and
+# nice 19; mypy's cold start is about 17 s of one core) and the start of every other test's run:
+# its workers start and collect, then wait for TURN, which the recipe holds (flock) until the
+# alone tests end, and take normal priority back (tests/turns.py). Those others run on three
+# workers (the suite waits on servers, browsers and torch pools: two kept the cores 64 % busy,
+# three 91-94 %); one xdist group (the clock-sensitive tests; a module sharing one server) stays
+# on one worker. Every part runs whatever another's outcome; lint's report is printed at the end,
+# and the last line says what failed, if anything.
 # Python's bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE,
 # as on this machine): else every server, worker and torch rank the tests start compiles the app
 # again, and every pytest process rewrites every test module's asserts (about 9 s each).
 ALONE_TESTS = tests/browser/test_live_scale.py tests/test_live_events.py tests/test_live_streams.py \
               tests/test_server.py tests/test_server_guards.py
 LINT_LOG    = .pytest_cache/lint.log
+# Locked by make test while the alone tests run; the other tests wait for it (tests/turns.py).
+TURN        = $(CURDIR)/.pytest_cache/turn.lock
 # Lint's priority beside the alone tests: idle where chrt (util-linux) exists, else the lowest nice.
 IDLE        = $(if $(shell command -v chrt),chrt --idle 0) nice -n 19
 test: export PYTHONDONTWRITEBYTECODE =
 test: export ATLAS_TESTS_ALONE = $(ALONE_TESTS)
 test: $(VENV)/.test-installed
 	@mkdir -p $(dir $(LINT_LOG))
-	@($(IDLE) sh -c '$(LINT)') > $(LINT_LOG) 2>&1 & linting=$$!; \
-	$(BIN)/pytest -m alone $(ALONE_TESTS); alone=$$?; \
-	$(BIN)/pytest -n 3 --dist loadgroup -m 'not alone'; tested=$$?; \
+	@exec 9> $(TURN); $(BIN)/python -c 'import fcntl; fcntl.flock(9, fcntl.LOCK_EX)'; \
+	($(IDLE) sh -c '$(LINT)') > $(LINT_LOG) 2>&1 9>&- & linting=$$!; \
+	ATLAS_TESTS_TURN=$(TURN) $(BIN)/pytest -n 3 --dist loadgroup -m 'not alone' 9>&- & others=$$!; \
+	$(BIN)/pytest -m alone $(ALONE_TESTS) 9>&-; alone=$$?; \
+	exec 9>&-; \
+	wait $$others; tested=$$?; \
 	wait $$linting; linted=$$?; \
 	echo "--- make lint (run beside the alone tests) ---"; cat $(LINT_LOG); \
 	failed=""; \

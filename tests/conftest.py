@@ -52,8 +52,9 @@ CHROMIUM_ARGS = [
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
 # Private PostgreSQL servers (postgres_server, postgres_url, private_postgres); xdist's groups
-# kept under pytest 9.2; under mutmut, a mutant's tests fastest first.
-pytest_plugins = ("tests.servers", "tests.xdist_groups", "tests.mutmut_order")
+# kept under pytest 9.2; under mutmut, a mutant's tests fastest first; `make test`'s parallel run
+# collecting beside the alone tests and waiting for their end.
+pytest_plugins = ("tests.servers", "tests.xdist_groups", "tests.mutmut_order", "tests.turns")
 
 
 # What `make test-quick` leaves out (-m "not browser and not distributed and not server and not

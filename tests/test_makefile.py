@@ -415,16 +415,31 @@ def test_make_test_runs_the_files_of_the_tests_marked_alone_by_themselves() -> N
 def stand_in_venv(folder: Path, failing: str = "") -> Path:
     """A venv that make takes as installed (its stamps newer than what they are made from)
     whose ruff, mypy and pytest are stand-ins: each records its arguments in ``calls`` (a line a
-    call) and exits 0, or 1 for a call whose line begins with ``failing``. `make test`'s order
-    and exit are what is tested, not the tools' (the real ones run in this suite itself)."""
+    call) and exits 0, or 1 for a call whose line begins with ``failing``; pytest also records in
+    ``turns`` the turn it was handed (ATLAS_TESTS_TURN) and whether the turn file (``TURN`` of
+    make_test) was locked by another process as it ran. `make test`'s order and exit are what is
+    tested, not the tools' (the real ones run in this suite itself); its python is the real one."""
     tools = folder / "bin"
     tools.mkdir(parents=True)
-    (tools / "python").write_text("")
+    (tools / "python").symlink_to(sys.executable)
     fails = failing or "no call fails"
+    locked = (
+        "import fcntl, sys\n"
+        "with open(sys.argv[1]) as turn:\n"
+        "    try: fcntl.flock(turn, fcntl.LOCK_SH | fcntl.LOCK_NB)\n"
+        "    except BlockingIOError: print('locked')\n"
+        "    else: print('free')\n"
+    )
     for tool in ("ruff", "mypy", "pytest"):
         script = tools / tool
+        turns = (
+            f'echo "$* | ${{ATLAS_TESTS_TURN:-no turn}} | $("{sys.executable}" -c "{locked}"'
+            f' "{folder}/turn.lock")" >> "{folder}/turns"\n'
+            if tool == "pytest"
+            else ""
+        )
         script.write_text(
-            f'#!/bin/sh\necho "{tool} $*" >> "{folder}/calls"\necho "{tool} says hello"\n'
+            f'#!/bin/sh\necho "{tool} $*" >> "{folder}/calls"\n{turns}echo "{tool} says hello"\n'
             f'case "{tool} $*" in "{fails}"*) exit 1;; esac\n'
         )
         script.chmod(0o755)
@@ -438,7 +453,7 @@ def stand_in_venv(folder: Path, failing: str = "") -> Path:
 
 def make_test(venv: Path, lint_log: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["make", "-s", "test", f"VENV={venv}", f"LINT_LOG={lint_log}"],
+        ["make", "-s", "test", f"VENV={venv}", f"LINT_LOG={lint_log}", f"TURN={venv}/turn.lock"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -460,14 +475,18 @@ OTHER_PHASE = "pytest -n 3 --dist loadgroup -m not alone"
     ],
     ids=["all-pass", "lint-fails", "alone-fail", "others-fail"],
 )
-def test_make_test_runs_the_alone_tests_first_with_lint_beside_and_names_what_failed(
+def test_make_test_runs_the_others_after_the_alone_tests_and_lint_beside_naming_what_failed(
     tmp_path: Path, failing: str, named: str
 ) -> None:
     venv = stand_in_venv(tmp_path / "venv", failing)
     done = make_test(venv, tmp_path / "lint.log")
     calls = (venv / "calls").read_text().splitlines()
-    # The alone tests first, then the others, whatever the outcome of either or of lint.
-    assert [call for call in calls if call.startswith("pytest")] == [ALONE_PHASE, OTHER_PHASE]
+    # Both parts run, whatever the outcome of either or of lint: the alone tests while the turn
+    # is locked, the others (started beside them) handed the turn to wait for (tests/turns.py).
+    assert sorted(call for call in calls if call.startswith("pytest")) == [ALONE_PHASE, OTHER_PHASE]
+    turns = dict(line.split(" | ", 1) for line in (venv / "turns").read_text().splitlines())
+    assert turns[ALONE_PHASE.removeprefix("pytest ")] == "no turn | locked"
+    assert turns[OTHER_PHASE.removeprefix("pytest ")].startswith(f"{venv}/turn.lock | ")
     assert any(call.startswith("mypy") for call in calls), "lint ran"
     assert "--- make lint (run beside the alone tests) ---\nruff says hello" in done.stdout
     last = done.stdout.splitlines()[-1]
