@@ -89,6 +89,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     if path is None:
         return
     wait_for_turn(path)
+    del os.environ[TURN]  # the tests' own processes (a pytest a test runs) have no turn to wait for
     if hasattr(os, "SCHED_IDLE") and os.sched_getscheduler(0) == os.SCHED_IDLE:
         set_policy(os.SCHED_OTHER)
     held = session.config.stash.get(HELD, None)
