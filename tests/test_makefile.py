@@ -461,7 +461,8 @@ def make_test(venv: Path, lint_log: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-ALONE_PHASE = f"pytest -m alone {make_variable('ALONE_TESTS')}"
+ALONE_FIRST = f"pytest -m alone {make_variable('ALONE_BY_ITSELF')}"
+ALONE_PHASE = f"pytest -m alone {make_variable('ALONE_BESIDE')}"
 OTHER_PHASE = "pytest -n 3 --dist loadgroup -m not alone"
 
 
@@ -470,10 +471,11 @@ OTHER_PHASE = "pytest -n 3 --dist loadgroup -m not alone"
     [
         ("", ""),
         ("mypy", "make lint (exit 1, its report just above)"),
-        (ALONE_PHASE, "the alone tests (exit 1, the first pytest summary)"),
-        (OTHER_PHASE, "the other tests (exit 1, the second pytest summary)"),
+        (ALONE_FIRST, "the alone tests (the first two pytest summaries)"),
+        (ALONE_PHASE, "the alone tests (the first two pytest summaries)"),
+        (OTHER_PHASE, "the other tests (exit 1, the last pytest summary)"),
     ],
-    ids=["all-pass", "lint-fails", "alone-fail", "others-fail"],
+    ids=["all-pass", "lint-fails", "first-alone-fails", "alone-fail", "others-fail"],
 )
 def test_make_test_runs_the_others_after_the_alone_tests_and_lint_beside_naming_what_failed(
     tmp_path: Path, failing: str, named: str
@@ -481,10 +483,16 @@ def test_make_test_runs_the_others_after_the_alone_tests_and_lint_beside_naming_
     venv = stand_in_venv(tmp_path / "venv", failing)
     done = make_test(venv, tmp_path / "lint.log")
     calls = (venv / "calls").read_text().splitlines()
-    # Both parts run, whatever the outcome of either or of lint: the alone tests while the turn
-    # is locked, the others (started beside them) handed the turn to wait for (tests/turns.py).
-    assert sorted(call for call in calls if call.startswith("pytest")) == [ALONE_PHASE, OTHER_PHASE]
+    # Every part runs, whatever the outcome of another or of lint: the first alone test by
+    # itself, before anything else starts; then the other alone tests, while the turn is locked,
+    # and beside them the others, handed the turn to wait for (tests/turns.py).
+    assert calls[0] == ALONE_FIRST
+    assert sorted(call for call in calls[1:] if call.startswith("pytest")) == [
+        ALONE_PHASE,
+        OTHER_PHASE,
+    ]
     turns = dict(line.split(" | ", 1) for line in (venv / "turns").read_text().splitlines())
+    assert turns[ALONE_FIRST.removeprefix("pytest ")] == "no turn | locked"
     assert turns[ALONE_PHASE.removeprefix("pytest ")] == "no turn | locked"
     assert turns[OTHER_PHASE.removeprefix("pytest ")].startswith(f"{venv}/turn.lock | ")
     assert any(call.startswith("mypy") for call in calls), "lint ran"
