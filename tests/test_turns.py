@@ -11,6 +11,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -168,6 +169,21 @@ def test_the_parallel_run_collects_at_idle_priority_and_runs_its_tests_after_the
     assert out.startswith("=" * 10), out
     assert re.search(r"created: 2/2 workers\n2 workers \[2 items\]", out), out
     assert recorded(tmp_path) == [{"worker": [os.SCHED_OTHER], "controller": [os.SCHED_OTHER]}] * 2
+
+
+def test_a_run_interrupted_as_it_waits_for_its_turn_still_prints_what_it_held(
+    tmp_path: Path,
+) -> None:
+    if not may_idle():
+        pytest.skip("this user may not leave idle priority: nothing is held")
+    with held_turn(tmp_path) as lock:
+        run = start_parallel_run(tmp_path, lock, [])
+        wait_for(run, lambda: len(blocked_on(lock)) == 3, "three processes waiting for the turn")
+        run.send_signal(signal.SIGINT)  # Ctrl-C, as the turn is still held
+        out, _ = run.communicate(timeout=EVENT_WAIT_S)
+    assert "test session starts" in out, out  # the held header
+    assert "KeyboardInterrupt" in out, out
+    assert not (tmp_path / "record").exists(), "a test ran before the turn"
 
 
 def test_a_user_who_could_not_leave_idle_priority_runs_the_parts_one_after_the_other(

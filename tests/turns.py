@@ -92,13 +92,26 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     del os.environ[TURN]  # the tests' own processes (a pytest a test runs) have no turn to wait for
     if hasattr(os, "SCHED_IDLE") and os.sched_getscheduler(0) == os.SCHED_IDLE:
         set_policy(os.SCHED_OTHER)
-    held = session.config.stash.get(HELD, None)
-    if held is not None:
-        file, terminal = held
-        sys.stdout.flush()
-        os.dup2(terminal, 1)
-        os.close(terminal)
-        file.seek(0)
-        sys.stdout.buffer.write(file.read())
-        sys.stdout.flush()
-        file.close()
+    print_held_output(session.config)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A run that ends before its turn (interrupted as it waits) still prints what it held."""
+    print_held_output(config)
+
+
+def print_held_output(config: pytest.Config) -> None:
+    """What the controller held back, printed, and its output the terminal again (once)."""
+    held = config.stash.get(HELD, None)
+    if held is None:
+        return
+    del config.stash[HELD]
+    file, terminal = held
+    sys.stdout.flush()
+    os.dup2(terminal, 1)
+    os.close(terminal)
+    file.seek(0)
+    sys.stdout.buffer.write(file.read())
+    sys.stdout.flush()
+    file.close()
