@@ -125,6 +125,9 @@ def start_parallel_run(folder: Path, lock: Path, user: list[str]) -> subprocess.
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # Ctrl-C as on a terminal: an xdist worker running this test ignores SIGINT, and a
+        # Python started with SIGINT ignored never turns it into KeyboardInterrupt.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
