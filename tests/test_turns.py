@@ -79,16 +79,30 @@ def descendants(pid: int) -> set[int]:
     return children.union(*(descendants(child) for child in children))
 
 
+class Turn:
+    """The lock held exclusively, as `make test` holds it while the alone tests run, until
+    ``release`` (as the recipe's ``exec 9>&-``) or the end of the ``with``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / "turn.lock"
+        self._file = open(self.path, "wb")  # noqa: SIM115 (closed by release)
+        fcntl.flock(self._file, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "Turn":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+
 @contextmanager
-def held_turn(folder: Path) -> Iterator[Path]:
-    """The lock held exclusively, as `make test` holds it while the alone tests run."""
-    lock = folder / "turn.lock"
-    with open(lock, "wb") as turn:
-        fcntl.flock(turn, fcntl.LOCK_EX)
-        yield lock
-
-
-def start_parallel_run(folder: Path, lock: Path, user: list[str]) -> subprocess.Popen[str]:
+def parallel_run(folder: Path, lock: Path, user: list[str]) -> Iterator[subprocess.Popen[str]]:
+    """A pytest on two xdist workers with the turn's variable set, in a session of its own: a
+    test that fails half-way leaves no process behind (the run's whole group is killed and the
+    controller reaped)."""
     (folder / "test_recording.py").write_text(RECORDING_TESTS)
     (folder / "pytest.ini").write_text("[pytest]\n")
     env = {
@@ -99,7 +113,7 @@ def start_parallel_run(folder: Path, lock: Path, user: list[str]) -> subprocess.
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     env.pop("PYTEST_XDIST_WORKER", None)
-    return subprocess.Popen(
+    run = subprocess.Popen(
         [
             *user,
             sys.executable,
@@ -128,7 +142,16 @@ def start_parallel_run(folder: Path, lock: Path, user: list[str]) -> subprocess.
         # Ctrl-C as on a terminal: an xdist worker running this test ignores SIGINT, and a
         # Python started with SIGINT ignored never turns it into KeyboardInterrupt.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        start_new_session=True,
     )
+    try:
+        yield run
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        if run.stdout is not None:
+            run.stdout.close()
 
 
 def wait_for(run: subprocess.Popen[str], condition: Callable[[], bool], what: str) -> None:
@@ -155,10 +178,10 @@ def test_the_parallel_run_collects_at_idle_priority_and_runs_its_tests_after_the
 ) -> None:
     if not may_idle():
         pytest.skip("this user may not leave idle priority: the parts run one after the other")
-    with held_turn(tmp_path) as lock:
-        run = start_parallel_run(tmp_path, lock, [])
+    with Turn(tmp_path) as turn, parallel_run(tmp_path, turn.path, []) as run:
         # The controller and its two workers, each waiting for the turn (the workers have
         # collected: a worker waits at the start of its test loop).
+        lock = turn.path
         wait_for(run, lambda: len(blocked_on(lock)) == 3, "three processes waiting for the turn")
         waiting = blocked_on(lock)
         assert run.pid in waiting
@@ -167,7 +190,8 @@ def test_the_parallel_run_collects_at_idle_priority_and_runs_its_tests_after_the
         assert not (tmp_path / "record").exists(), "a test ran before the turn"
         assert run.stdout is not None
         assert select.select([run.stdout], [], [], 0)[0] == [], "it printed before the turn"
-    out = finish(run)
+        turn.release()
+        out = finish(run)
     # The held header first, then the run: nothing of it came out while the turn was held.
     assert out.startswith("=" * 10), out
     assert re.search(r"created: 2/2 workers\n2 workers \[2 items\]", out), out
@@ -179,8 +203,8 @@ def test_a_run_interrupted_as_it_waits_for_its_turn_still_prints_what_it_held(
 ) -> None:
     if not may_idle():
         pytest.skip("this user may not leave idle priority: nothing is held")
-    with held_turn(tmp_path) as lock:
-        run = start_parallel_run(tmp_path, lock, [])
+    with Turn(tmp_path) as turn, parallel_run(tmp_path, turn.path, []) as run:
+        lock = turn.path
         wait_for(run, lambda: len(blocked_on(lock)) == 3, "three processes waiting for the turn")
         run.send_signal(signal.SIGINT)  # Ctrl-C, as the turn is still held
         out, _ = run.communicate(timeout=EVENT_WAIT_S)
@@ -201,13 +225,14 @@ def test_a_user_who_could_not_leave_idle_priority_runs_the_parts_one_after_the_o
         user = ["setpriv", "--bounding-set", "-sys_nice", "--"]
     else:
         user = []
-    with held_turn(tmp_path) as lock:
-        run = start_parallel_run(tmp_path, lock, user)
+    with Turn(tmp_path) as turn, parallel_run(tmp_path, turn.path, user) as run:
+        lock = turn.path
         wait_for(run, lambda: blocked_on(lock) != set(), "the controller waiting for the turn")
         (controller,) = blocked_on(lock)
         assert controller == run.pid
         assert policy_of(controller) == os.SCHED_OTHER
         assert descendants(controller) == set(), "a worker started before the turn"
-    out = finish(run)
+        turn.release()
+        out = finish(run)
     assert recorded(tmp_path) == [{"worker": [os.SCHED_OTHER], "controller": [os.SCHED_OTHER]}] * 2
     assert "2 passed" in out
