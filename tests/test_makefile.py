@@ -412,13 +412,41 @@ def test_make_test_runs_the_files_of_the_tests_marked_alone_by_themselves() -> N
     assert f"ALONE_TESTS in the Makefile does not name {named[0]}" in elsewhere.stderr
 
 
+# Run by the stand-in of the first alone run: the command line of every other child of the
+# recipe's shell (its siblings), one a line.
+BESIDE = r"""
+import os
+
+
+def parent(pid):
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+me = os.getppid()
+shell = parent(me)
+for entry in os.listdir("/proc"):
+    if not entry.isdigit() or int(entry) == me:
+        continue
+    try:
+        if parent(int(entry)) == shell:
+            with open(f"/proc/{entry}/cmdline", "rb") as line:
+                print(line.read().replace(b"\0", b" ").decode().strip())
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+"""
+
+
 def stand_in_venv(folder: Path, failing: str = "") -> Path:
     """A venv that make takes as installed (its stamps newer than what they are made from)
     whose ruff, mypy and pytest are stand-ins: each records its arguments in ``calls`` (a line a
     call) and exits 0, or 1 for a call whose line begins with ``failing``; pytest also records in
     ``turns`` the turn it was handed (ATLAS_TESTS_TURN) and whether the turn file (``TURN`` of
     make_test) was locked by another process as it ran. `make test`'s order and exit are what is
-    tested, not the tools' (the real ones run in this suite itself); its python is the real one."""
+    tested, not the tools' (the real ones run in this suite itself); its python is the real one.
+    The first alone run's stand-in lists in ``beside-first`` every other process its shell has
+    started and not reaped (``BESIDE``), and every other call waits for that run's end: a part
+    started before it, at whatever speed, is still there to be listed."""
     tools = folder / "bin"
     tools.mkdir(parents=True)
     (tools / "python").symlink_to(sys.executable)
@@ -430,6 +458,8 @@ def stand_in_venv(folder: Path, failing: str = "") -> Path:
         "    except BlockingIOError: print('locked')\n"
         "    else: print('free')\n"
     )
+    (folder / "beside.py").write_text(BESIDE)
+    first_done = folder / "first-alone-done"
     for tool in ("ruff", "mypy", "pytest"):
         script = tools / tool
         turns = (
@@ -438,8 +468,16 @@ def stand_in_venv(folder: Path, failing: str = "") -> Path:
             if tool == "pytest"
             else ""
         )
+        # The first alone run lists what runs beside it; any other call waits for its end, so
+        # one started too early is still there to be listed.
+        first = (
+            f'if [ "{tool} $*" = "{ALONE_FIRST}" ]; then\n'
+            f'  "{sys.executable}" "{folder}/beside.py" >> "{folder}/beside-first"\n'
+            f'else\n  while [ ! -e "{first_done}" ]; do sleep 0.01; done\nfi\n'
+        )
         script.write_text(
-            f'#!/bin/sh\necho "{tool} $*" >> "{folder}/calls"\n{turns}echo "{tool} says hello"\n'
+            f'#!/bin/sh\necho "{tool} $*" >> "{folder}/calls"\n{first}{turns}'
+            f'echo "{tool} says hello"\ntouch "{first_done}"\n'
             f'case "{tool} $*" in "{fails}"*) exit 1;; esac\n'
         )
         script.chmod(0o755)
@@ -487,6 +525,8 @@ def test_make_test_runs_the_others_after_the_alone_tests_and_lint_beside_naming_
     # itself, before anything else starts; then the other alone tests, while the turn is locked,
     # and beside them the others, handed the turn to wait for (tests/turns.py).
     assert calls[0] == ALONE_FIRST
+    beside = (venv / "beside-first").read_text()
+    assert beside == "", f"beside the first alone run:\n{beside}"
     assert sorted(call for call in calls[1:] if call.startswith("pytest")) == [
         ALONE_PHASE,
         OTHER_PHASE,
