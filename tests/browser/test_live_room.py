@@ -254,7 +254,8 @@ def test_the_pacing_keys_act_are_named_and_wait_while_typing(
 ) -> None:
     host, _ = hosted
     first, second = questions()[:2]
-    ask(host, first.id)
+    with host.expect_navigation():  # the ask is a form posted: the dashboard loads again
+        ask(host, first.id)
     expect(host.locator("#current-question")).to_contain_text(f"{first.number}. ")
     for key, name in KEYS.items():
         button = host.get_by_role("button", name=name, exact=True)
