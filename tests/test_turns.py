@@ -163,6 +163,12 @@ def wait_for(run: subprocess.Popen[str], condition: Callable[[], bool], what: st
         time.sleep(0.01)
 
 
+def all_three_waiting(run: subprocess.Popen[str], lock: Path) -> set[int]:
+    """The controller and its two workers, once all three wait for the turn."""
+    wait_for(run, lambda: len(blocked_on(lock)) == 3, "three processes waiting for the turn")
+    return blocked_on(lock)
+
+
 def finish(run: subprocess.Popen[str]) -> str:
     out, _ = run.communicate(timeout=EVENT_WAIT_S)
     assert run.returncode == 0, out
@@ -181,9 +187,7 @@ def test_the_parallel_run_collects_at_idle_priority_and_runs_its_tests_after_the
     with Turn(tmp_path) as turn, parallel_run(tmp_path, turn.path, []) as run:
         # The controller and its two workers, each waiting for the turn (the workers have
         # collected: a worker waits at the start of its test loop).
-        lock = turn.path
-        wait_for(run, lambda: len(blocked_on(lock)) == 3, "three processes waiting for the turn")
-        waiting = blocked_on(lock)
+        waiting = all_three_waiting(run, turn.path)
         assert run.pid in waiting
         assert waiting - {run.pid} <= descendants(run.pid)
         assert {policy_of(pid) for pid in waiting} == {os.SCHED_IDLE}
@@ -204,8 +208,7 @@ def test_a_run_interrupted_as_it_waits_for_its_turn_still_prints_what_it_held(
     if not may_idle():
         pytest.skip("this user may not leave idle priority: nothing is held")
     with Turn(tmp_path) as turn, parallel_run(tmp_path, turn.path, []) as run:
-        lock = turn.path
-        wait_for(run, lambda: len(blocked_on(lock)) == 3, "three processes waiting for the turn")
+        all_three_waiting(run, turn.path)
         run.send_signal(signal.SIGINT)  # Ctrl-C, as the turn is still held
         out, _ = run.communicate(timeout=EVENT_WAIT_S)
     assert "test session starts" in out, out  # the held header
@@ -226,9 +229,8 @@ def test_a_user_who_could_not_leave_idle_priority_runs_the_parts_one_after_the_o
     else:
         user = []
     with Turn(tmp_path) as turn, parallel_run(tmp_path, turn.path, user) as run:
-        lock = turn.path
-        wait_for(run, lambda: blocked_on(lock) != set(), "the controller waiting for the turn")
-        (controller,) = blocked_on(lock)
+        wait_for(run, lambda: blocked_on(turn.path) != set(), "the controller waiting for the turn")
+        (controller,) = blocked_on(turn.path)
         assert controller == run.pid
         assert policy_of(controller) == os.SCHED_OTHER
         assert descendants(controller) == set(), "a worker started before the turn"
