@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 
+from bench._http import TLS
 from bench._procs import descendants, holds_torch
 from bench._servers import ROOT, Server, free_port, launch
 
@@ -42,7 +43,7 @@ def wait_pool_ready(url: str, timeout: float = 120.0) -> int:
     deadline = time.monotonic() + timeout
     status: dict[str, object] = {}
     while time.monotonic() < deadline:
-        status = httpx.get(f"{url}/api/confirm/status", timeout=10).json()
+        status = httpx.get(f"{url}/api/confirm/status", timeout=10, verify=TLS).json()
         if status["state"] == "ready":
             return int(str(status["world_size"]))
         time.sleep(0.5)
@@ -60,7 +61,7 @@ def post_all_at_once(url: str, bodies: list[dict[str, object]]) -> list[httpx.Re
     would: the pool's queue serves each address in turn, at most two jobs each."""
 
     def post(student: int, body: dict[str, object]) -> httpx.Response:
-        transport = httpx.HTTPTransport(local_address=f"127.0.0.{10 + student}")
+        transport = httpx.HTTPTransport(local_address=f"127.0.0.{10 + student}", verify=TLS)
         with httpx.Client(transport=transport, timeout=120) as client:
             return client.post(f"{url}/api/confirm", json=body)
 

@@ -15,6 +15,8 @@ from typing import IO
 
 import httpx
 
+from bench._http import TLS
+
 ROOT = Path(__file__).resolve().parent.parent
 # The app, built by its factory as each worker starts (uvicorn --factory).
 APP = "app.main:create_app"
@@ -140,7 +142,7 @@ def wait_ready(server: Server, path: str, timeout: float = 60.0) -> None:
         if server.process.poll() is not None:
             raise RuntimeError(f"server exited with {server.process.returncode} before serving")
         try:
-            if httpx.get(server.url + path, timeout=2.0).status_code == 200:
+            if httpx.get(server.url + path, timeout=2.0, verify=TLS).status_code == 200:
                 return
         except httpx.TransportError:
             pass

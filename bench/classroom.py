@@ -30,6 +30,7 @@ from bench._classroom import (
     start_like_the_image,
     wait_pool_ready,
 )
+from bench._http import TLS
 from bench._servers import stop
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -40,7 +41,10 @@ def status_all_at_once(url: str, students: int) -> float:
     with ThreadPoolExecutor(max_workers=students) as pool:
         started = time.monotonic()
         answers = list(
-            pool.map(lambda _: httpx.get(f"{url}/api/confirm/status", timeout=60), range(students))
+            pool.map(
+                lambda _: httpx.get(f"{url}/api/confirm/status", timeout=60, verify=TLS),
+                range(students),
+            )
         )
         elapsed = time.monotonic() - started
     assert {answer.status_code for answer in answers} == {200}

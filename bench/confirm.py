@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from bench._http import TLS
 from bench._procs import descendants, holds_torch
 from bench._servers import APP, ROOT, Server, free_port, stop, uvicorn_command
 
@@ -78,7 +79,7 @@ def body(ranks: int, salt: int) -> dict[str, Any]:
 def warm(url: str, ranks: int, count: int, offset: int) -> tuple[list[float], list[float]]:
     """Round trips and the pool's own time (elapsed_ms), for ``count`` distinct jobs."""
     trips, pool = [], []
-    with httpx.Client(base_url=url, timeout=60) as client:
+    with httpx.Client(base_url=url, timeout=60, verify=TLS) as client:
         for i in range(count):
             started = time.perf_counter()
             response = client.post("/api/confirm", json=body(ranks, offset + i))
@@ -90,7 +91,7 @@ def warm(url: str, ranks: int, count: int, offset: int) -> tuple[list[float], li
 
 def floor(url: str, count: int) -> list[float]:
     times = []
-    with httpx.Client(base_url=url, timeout=10) as client:
+    with httpx.Client(base_url=url, timeout=10, verify=TLS) as client:
         for _ in range(count):
             started = time.perf_counter()
             client.get("/healthz").raise_for_status()
@@ -109,14 +110,16 @@ def warm_server(count: int) -> dict[str, Any]:
     try:
         while True:
             try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                if httpx.get(f"{url}/healthz", timeout=1, verify=TLS).status_code == 200:
                     break
             except httpx.TransportError:
                 time.sleep(0.01)
         healthz_s = time.perf_counter() - launched
         # The first confirmation, sent as soon as the server answers: it waits for the pool.
         started = time.perf_counter()
-        httpx.post(f"{url}/api/confirm", json=body(2, 10_000), timeout=120).raise_for_status()
+        httpx.post(
+            f"{url}/api/confirm", json=body(2, 10_000), timeout=120, verify=TLS
+        ).raise_for_status()
         first_ms = (time.perf_counter() - started) * 1000
         ready_s = time.perf_counter() - launched
         results: dict[str, Any] = {

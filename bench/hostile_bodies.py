@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 
+from bench._http import TLS
 from bench._procs import cpu_seconds, web_processes
 from bench._servers import APP, ROOT, serve
 
@@ -51,7 +52,7 @@ def main() -> None:
     rows = []
     with serve(APP, workers=1, ready_path="/healthz", env=env, cwd=args.cwd) as server:
         processes = web_processes(server.process.pid)
-        with httpx.Client(base_url=server.url, timeout=30) as client:
+        with httpx.Client(base_url=server.url, timeout=30, verify=TLS) as client:
             for name, body in bodies().items():
                 post(client, args.path, body)  # warm
                 before = cpu_seconds(processes)

@@ -35,6 +35,7 @@ from typing import cast
 
 import httpx
 
+from bench._http import TLS
 from bench._procs import cpu_seconds, machine_ticks, stolen_share, web_processes
 from bench._servers import APP, ROOT, Server, serve
 from bench._wrk import SLIDER_VALUE_LUA, WrkResult, run_wrk, wrk_available
@@ -190,7 +191,7 @@ class Row:
 
 def _answer(url: str, headers: dict[str, str]) -> dict[str, bytes | str]:
     """The app's answer as sent: its bytes (compressed, if it compressed them) and headers."""
-    with httpx.stream("GET", url, headers=headers, timeout=10) as response:
+    with httpx.stream("GET", url, headers=headers, timeout=10, verify=TLS) as response:
         response.raise_for_status()
         return {
             "body": b"".join(response.iter_raw()),
@@ -221,7 +222,7 @@ def wait_pool_settled(app: Server, timeout: float = 120.0) -> None:
     """Let the pool finish starting (torch import in its ranks) so it does not share the run."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        state = httpx.get(f"{app.url}/api/confirm/status", timeout=10).json()["state"]
+        state = httpx.get(f"{app.url}/api/confirm/status", timeout=10, verify=TLS).json()["state"]
         if state != "starting":
             return
         time.sleep(0.5)

@@ -31,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from bench._http import TLS
 from bench._servers import ROOT, free_port
 
 
@@ -56,7 +57,8 @@ def start(app_dir: Path, runtime: str) -> tuple[subprocess.Popen[bytes], str]:
         try:
             # Both workers ready: the other one may still be waiting for its owner.
             states = [
-                httpx.get(f"{url}/api/confirm/status", timeout=5).json()["state"] for _ in range(10)
+                httpx.get(f"{url}/api/confirm/status", timeout=5, verify=TLS).json()["state"]
+                for _ in range(10)
             ]
             if states == ["ready"] * 10:
                 return process, url
@@ -76,7 +78,9 @@ def large_jobs(url: str) -> dict[str, int]:
     for salt in range(20):
         try:
             answers.append(
-                httpx.post(f"{url}/api/confirm", json=large(salt), timeout=60).status_code
+                httpx.post(
+                    f"{url}/api/confirm", json=large(salt), timeout=60, verify=TLS
+                ).status_code
             )
         except httpx.TransportError:
             answers.append(0)
@@ -86,7 +90,7 @@ def large_jobs(url: str) -> dict[str, int]:
 def pollers(url: str) -> dict[str, int]:
     async def poll() -> list[int]:
         limits = httpx.Limits(max_connections=300)
-        async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+        async with httpx.AsyncClient(limits=limits, timeout=60, verify=TLS) as client:
 
             async def one() -> list[int]:
                 answers = []
@@ -107,7 +111,9 @@ def pollers(url: str) -> dict[str, int]:
 
 
 def client(address: str) -> httpx.Client:
-    return httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=120)
+    return httpx.Client(
+        transport=httpx.HTTPTransport(local_address=address, verify=TLS), timeout=120
+    )
 
 
 def flood(url: str) -> dict[str, Any]:

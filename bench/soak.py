@@ -31,6 +31,7 @@ from pathlib import Path
 import httpx
 
 from bench._classroom import wait_pool_ready
+from bench._http import TLS
 from bench._procs import rss_bytes
 from bench._servers import Server, free_port, launch, stop
 
@@ -88,7 +89,7 @@ BAD_QUERIES = (
 
 def student(base: str, rng: random.Random, tally: Tally, stop_at: float) -> None:
     hx = {"HX-Request": "true"}
-    with httpx.Client(base_url=base, timeout=30) as client:
+    with httpx.Client(base_url=base, timeout=30, verify=TLS) as client:
         while time.monotonic() < stop_at:
             choice = rng.random()
             try:
@@ -157,12 +158,12 @@ def student(base: str, rng: random.Random, tally: Tally, stop_at: float) -> None
             except httpx.HTTPError:
                 tally.fail("student")
                 client.close()
-                client = httpx.Client(base_url=base, timeout=30)
+                client = httpx.Client(base_url=base, timeout=30, verify=TLS)
 
 
 def confirmer(base: str, rng: random.Random, tally: Tally, stop_at: float) -> None:
     wait_pool_ready(base)  # a pool still starting answers 503, by design
-    with httpx.Client(base_url=base, timeout=60) as client:
+    with httpx.Client(base_url=base, timeout=60, verify=TLS) as client:
         while time.monotonic() < stop_at:
             counts = [rng.randint(1, 9) for _ in range(rng.randint(1, 4))]
             means = [round(rng.uniform(-5, 5), 3) for _ in counts]

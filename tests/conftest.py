@@ -19,6 +19,7 @@ from hypothesis import settings as hypothesis_settings
 
 from app.main import create_app
 from app.settings import Settings
+from bench._http import TLS
 from bench._servers import free_port
 
 # The suite shares two cores with other work: one example's wall time says nothing about the
@@ -274,7 +275,7 @@ def start_server(extra_env: dict[str, str] | None = None, timeout: float = 30.0)
         if process.poll() is not None:
             raise RuntimeError(f"uvicorn exited with {process.returncode} before serving")
         try:
-            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+            if httpx.get(f"{url}/healthz", timeout=1.0, verify=TLS).status_code == 200:
                 return LiveServer(url=url, process=process, env=env)
         except httpx.TransportError:
             time.sleep(0.1)

@@ -1,6 +1,7 @@
 """The layout shows the architecture: docs/architecture.md's import graph is the code's, every
 arrow of it, and there is no import circle anywhere in ``app/`` (imports inside functions
-included). Read from the source with ``ast``; nothing is imported."""
+included); every httpx client of the tests and benchmarks shares one SSL context. Read from the
+source with ``ast``; nothing is imported."""
 
 import ast
 import re
@@ -162,3 +163,40 @@ def test_the_readme_layout_names_every_module() -> None:
         if stem not in sections.get(package, set()):
             unnamed.append(name)
     assert not unnamed, f"README's layout leaves out {unnamed}"
+
+
+# httpx's calls that build a transport, and with it an SSL context, unless given one (bench/_http).
+HTTPX_BUILDS_CONTEXT = {"Client", "AsyncClient", "HTTPTransport", "AsyncHTTPTransport"} | {
+    "get",
+    "post",
+    "put",
+    "patch",
+    "delete",
+    "head",
+    "options",
+    "request",
+    "stream",
+}
+
+
+def contexts_built(path: Path) -> list[str]:
+    """Where ``path`` calls httpx without ``verify=`` (a client given its ``transport`` builds
+    none of its own)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        owner, name = node.func.value, node.func.attr
+        if not (isinstance(owner, ast.Name) and owner.id == "httpx"):
+            continue
+        given = {keyword.arg for keyword in node.keywords}
+        if name in HTTPX_BUILDS_CONTEXT and "verify" not in given and "transport" not in given:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} httpx.{name}")
+    return found
+
+
+def test_every_httpx_client_of_the_tests_and_benchmarks_shares_one_ssl_context() -> None:
+    """Each one built its own, about 20 ms of CPU: 45 s of one `make test` (bench/_http.py)."""
+    files = sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "bench").rglob("*.py")])
+    built = [place for path in files for place in contexts_built(path)]
+    assert not built, "pass verify=TLS (from bench._http import TLS): " + ", ".join(built)

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from bench import tail
+from bench._http import TLS
 from bench._procs import cpu_seconds, web_processes
 from bench.load import GOAL_RPS_RATIO
 from tests.conftest import ROOT, require_wrk, run_benchmark
@@ -28,7 +29,7 @@ def floor_index(folder: Path) -> Path:
 def cpu_ms_per_request(spin_us: float, index: Path, requests: int = 20) -> float:
     with tail.spinning_floor(index, spin_us, workers=1) as server:
         processes = web_processes(server.process.pid)
-        with httpx.Client(base_url=server.url) as client:
+        with httpx.Client(base_url=server.url, verify=TLS) as client:
             client.get("/lab")  # the first answer builds what later ones reuse
             before = cpu_seconds(processes)
             for _ in range(requests):

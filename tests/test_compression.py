@@ -14,6 +14,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
+from bench._http import TLS
 from bench._servers import Server, free_port, launch, stop
 from tests.conftest import INSTRUCTOR_PASSWORD
 from tests.test_live import questions
@@ -124,8 +125,12 @@ def test_server_sent_events_are_neither_compressed_nor_held_back(server: Server)
     async def run() -> None:
         gzip_please = {"Accept-Encoding": "gzip, deflate, br, zstd"}
         async with (
-            httpx.AsyncClient(base_url=server.url, timeout=30, headers=gzip_please) as host,
-            httpx.AsyncClient(base_url=server.url, timeout=30, headers=gzip_please) as pupil,
+            httpx.AsyncClient(
+                base_url=server.url, timeout=30, headers=gzip_please, verify=TLS
+            ) as host,
+            httpx.AsyncClient(
+                base_url=server.url, timeout=30, headers=gzip_please, verify=TLS
+            ) as pupil,
         ):
             started = await host.post("/class/new", data={"password": INSTRUCTOR_PASSWORD})
             assert started.status_code == 303

@@ -27,6 +27,7 @@ import pytest
 from itsdangerous import URLSafeSerializer
 
 from app.live.access import STUDENT_SALT, student_cookie
+from bench._http import TLS
 from bench._procs import uvicorn_workers
 from tests.confirming import run_own_loop
 from tests.conftest import ROOT, free_port
@@ -88,7 +89,7 @@ def serve(runtime: str, **settings: str) -> App:
             process.kill()
             raise AssertionError("python -m app did not answer /healthz within 60 s")
         try:
-            if httpx.get(f"{live.url}/healthz", timeout=1).status_code == 200:
+            if httpx.get(f"{live.url}/healthz", timeout=1, verify=TLS).status_code == 200:
                 return live
         except httpx.TransportError:
             time.sleep(0.1)
@@ -127,7 +128,7 @@ def test_turned_off_no_owner_starts_and_every_worker_says_why(tmp_path: Path) ->
     live = serve(str(tmp_path), ATLAS_CONFIRM_ENABLED="false")
     try:
         for _ in range(4):  # fresh connections: both web workers answer
-            response = httpx.post(f"{live.url}/api/confirm", json=large(1), timeout=30)
+            response = httpx.post(f"{live.url}/api/confirm", json=large(1), timeout=30, verify=TLS)
             assert response.status_code == 503
             assert "ATLAS_CONFIRM_ENABLED=false" in response.json()["detail"]
         # A web worker decides before it serves: turned off, it starts no owner, ever.
@@ -159,7 +160,7 @@ def test_no_web_worker_holds_torch_and_one_owner_holds_eight_ranks(app: App) -> 
 
 def test_a_job_over_64_kib_confirms_from_either_worker(app: App) -> None:
     for salt in range(20):  # fresh connections: the kernel spreads them over both workers
-        response = httpx.post(f"{app.url}/api/confirm", json=large(salt), timeout=60)
+        response = httpx.post(f"{app.url}/api/confirm", json=large(salt), timeout=60, verify=TLS)
         assert response.status_code == 200, response.text
         assert response.json()["engine_agrees"]
 
@@ -170,7 +171,7 @@ ROUNDS = 2
 def test_three_hundred_status_pollers_all_get_an_answer(app: App) -> None:
     async def poll() -> list[int | str]:
         limits = httpx.Limits(max_connections=300)
-        async with httpx.AsyncClient(limits=limits, timeout=30) as client:
+        async with httpx.AsyncClient(limits=limits, timeout=30, verify=TLS) as client:
 
             async def one() -> list[int | str]:
                 # Twice each: the second asks again on the kept-alive connection.
@@ -202,7 +203,9 @@ SECRET_KEY = "test-confirm-owner-key"
 
 def from_address(address: str) -> httpx.Client:
     """A client whose connections come from ``address`` (any of 127/8 reaches 127.0.0.1)."""
-    return httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=120)
+    return httpx.Client(
+        transport=httpx.HTTPTransport(local_address=address, verify=TLS), timeout=120
+    )
 
 
 def as_student(token: str) -> httpx.Client:
@@ -268,7 +271,7 @@ def test_the_owner_killed_is_restarted_and_nothing_answers_500(app: App) -> None
     deadline = time.monotonic() + POOL_READY_SECONDS
     codes = []
     while time.monotonic() < deadline:
-        response = httpx.post(f"{app.url}/api/confirm", json=large(3000), timeout=60)
+        response = httpx.post(f"{app.url}/api/confirm", json=large(3000), timeout=60, verify=TLS)
         codes.append(response.status_code)
         if response.status_code == 200:
             break

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from app.confirm.pool import process_gone
+from bench._http import TLS
 from bench._procs import uvicorn_workers
 from tests.conftest import ROOT, free_port, start_server, stop_server
 
@@ -70,7 +71,7 @@ def wait_ready(url: str, timeout: float = POOL_READY_SECONDS) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     status: dict[str, Any] = {}
     while time.monotonic() < deadline:
-        status = httpx.get(f"{url}/api/confirm/status", timeout=5).json()
+        status = httpx.get(f"{url}/api/confirm/status", timeout=5, verify=TLS).json()
         if status["state"] == "ready":
             return status
         assert status["state"] in ("starting", "stopped"), status
@@ -79,7 +80,7 @@ def wait_ready(url: str, timeout: float = POOL_READY_SECONDS) -> dict[str, Any]:
 
 
 def post(url: str, body: dict[str, Any], timeout: float = 60.0) -> httpx.Response:
-    return httpx.post(f"{url}/api/confirm", json=body, timeout=timeout)
+    return httpx.post(f"{url}/api/confirm", json=body, timeout=timeout, verify=TLS)
 
 
 def body_for(ranks: int, salt: int) -> dict[str, Any]:
@@ -90,7 +91,9 @@ def body_for(ranks: int, salt: int) -> dict[str, Any]:
 def wait_status(url: str, holds: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
     """The pool's status once ``holds`` is true of it (asked every 20 ms, for at most 60 s)."""
     deadline = time.monotonic() + 60
-    while not holds(status := httpx.get(f"{url}/api/confirm/status", timeout=10).json()):
+    while not holds(
+        status := httpx.get(f"{url}/api/confirm/status", timeout=10, verify=TLS).json()
+    ):
         assert time.monotonic() < deadline, f"the pool's status never changed: {status}"
         time.sleep(0.02)
     return status
@@ -121,7 +124,7 @@ def server() -> Iterator[PoolServer]:
     )
     live = start_server(env)
     try:
-        state = httpx.get(f"{live.url}/api/confirm/status", timeout=10).json()["state"]
+        state = httpx.get(f"{live.url}/api/confirm/status", timeout=10, verify=TLS).json()["state"]
         yield PoolServer(live.url, live.process, state)
     finally:
         stop_server(live)
@@ -218,7 +221,9 @@ def test_stopped_worker_hits_the_deadline_and_the_queue_bound_holds(server: Pool
     queued.start()
     wait_status(server.url, lambda status: status["waiting"] == 1)
     # From another address: its own share of the queue is free, the whole queue is not.
-    with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2")) as other:
+    with httpx.Client(
+        transport=httpx.HTTPTransport(local_address="127.0.0.2", verify=TLS)
+    ) as other:
         refused = other.post(f"{server.url}/api/confirm", json=body_for(2, 6), timeout=60)
     assert refused.status_code == 429, refused.text
     assert "queue is full" in refused.json()["detail"]
@@ -287,7 +292,9 @@ def test_shutdown_while_the_pool_is_still_starting() -> None:
             assert time.monotonic() < deadline, "the pool's rank 0 never started"
             time.sleep(0.01)
         tree = descendants(server.process.pid)
-        assert httpx.get(f"{server.url}/api/confirm/status").json()["state"] == "starting"
+        assert (
+            httpx.get(f"{server.url}/api/confirm/status", verify=TLS).json()["state"] == "starting"
+        )
         stop_server(server)
         assert wait_gone(tree) == set()
         assert descendants(server.process.pid) == set()
@@ -310,7 +317,7 @@ def launch(
     while time.monotonic() < deadline:
         assert process.poll() is None, f"uvicorn exited with {process.returncode}"
         try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+            if httpx.get(f"{url}/healthz", timeout=1, verify=TLS).status_code == 200:
                 return process, url
         except httpx.TransportError:
             time.sleep(0.1)
@@ -345,7 +352,7 @@ def roles_seen(url: str, attempts: int = 200) -> set[str]:
     """Ask /api/confirm/status on fresh connections until both web workers have answered."""
     seen: set[str] = set()
     for _ in range(attempts):
-        seen.add(httpx.get(f"{url}/api/confirm/status", timeout=10).json()["role"])
+        seen.add(httpx.get(f"{url}/api/confirm/status", timeout=10, verify=TLS).json()["role"])
         if seen == {"owner", "peer"}:
             break
     return seen
@@ -397,14 +404,14 @@ def test_without_torch_installed_confirm_is_503_with_the_install_hint(tmp_path: 
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{packages}", **runtime_env()}
     process, url = launch([sys.executable, "-S"], [], env)
     try:
-        assert httpx.get(f"{url}/healthz").json()["torch_installed"] is False
+        assert httpx.get(f"{url}/healthz", verify=TLS).json()["torch_installed"] is False
         response = post(url, body_for(2, 1))
         assert response.status_code == 503
         assert "pip install -e '.[torch]'" in response.json()["detail"]
         assert "make run" in response.json()["detail"]
-        page = httpx.get(f"{url}/").text
+        page = httpx.get(f"{url}/", verify=TLS).text
         assert "pip install -e &#39;.[torch]&#39;" in page
-        assert httpx.post(f"{url}/api/gradient", json=body_for(2, 1)).status_code == 200
+        assert httpx.post(f"{url}/api/gradient", json=body_for(2, 1), verify=TLS).status_code == 200
         assert descendants(process.pid) == set(), "no pool process without torch"
     finally:
         halt(process)

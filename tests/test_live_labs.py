@@ -21,6 +21,7 @@ from app.engine.class_states import BINS
 from app.live.access import student_cookie
 from app.live.store import SQLITE_FILE
 from app.main import create_app
+from bench._http import TLS
 from bench._servers import Server
 from bench._sse import Event, read_events
 from tests import test_live_refusals
@@ -313,7 +314,7 @@ def test_dragging_students_give_the_dashboard_two_updates_a_second(
     last = per_second * seconds
 
     async def run() -> None:
-        async with httpx.AsyncClient(base_url=one_worker.url, timeout=30) as host:
+        async with httpx.AsyncClient(base_url=one_worker.url, timeout=30, verify=TLS) as host:
             code = await start_class_async(host)
             pupils = [await join(one_worker.url, code, f"s{n}") for n in range(students)]
             arrived: list[tuple[float, Event]] = []

@@ -18,6 +18,7 @@ from bs4 import BeautifulSoup
 from app.lesson.quiz import Question
 from app.live.store import SQLITE_FILE
 from app.main import create_app
+from bench._http import TLS
 from bench._procs import uvicorn_workers
 from bench._servers import Server, free_port, launch, stop
 from bench._sse import Event, read_events
@@ -67,7 +68,7 @@ async def start_class(client: httpx.AsyncClient) -> str:
 
 
 async def join(url: str, code: str, nickname: str) -> httpx.AsyncClient:
-    client = httpx.AsyncClient(base_url=url, timeout=30)
+    client = httpx.AsyncClient(base_url=url, timeout=30, verify=TLS)
     joined = await client.post("/join", data={"code": code, "nickname": nickname})
     assert joined.status_code == 303, joined.text[:200]
     return client
@@ -108,7 +109,7 @@ def test_the_stream_sends_the_current_state_first_then_changes(one_worker: Serve
     first: Question = questions()[0]
 
     async def run() -> None:
-        async with httpx.AsyncClient(base_url=one_worker.url, timeout=30) as host:
+        async with httpx.AsyncClient(base_url=one_worker.url, timeout=30, verify=TLS) as host:
             code = await start_class(host)
             pupil = await join(one_worker.url, code, "Ada")
             # Asked before the student's stream opens: the stream's first event shows it.
@@ -153,7 +154,7 @@ def test_a_student_who_has_just_joined_is_not_told_they_are_gone(one_worker: Ser
     # stream before it is read again (within the feed's gap) must get the class, not "gone"
     # (which closes their page's live connection for good).
     async def run() -> None:
-        async with httpx.AsyncClient(base_url=one_worker.url, timeout=30) as host:
+        async with httpx.AsyncClient(base_url=one_worker.url, timeout=30, verify=TLS) as host:
             code = await start_class(host)
             hosted: asyncio.Queue[Event] = asyncio.Queue()
             watcher = asyncio.create_task(follow(host, f"/class/{code}/events?view=host", hosted))
@@ -210,7 +211,7 @@ def test_a_change_through_one_worker_reaches_streams_on_the_other(two_workers: S
     port = int(two_workers.url.rsplit(":", 1)[1])
 
     async def run() -> None:
-        async with httpx.AsyncClient(base_url=two_workers.url, timeout=30) as host:
+        async with httpx.AsyncClient(base_url=two_workers.url, timeout=30, verify=TLS) as host:
             code = await start_class(host)
             pupils, queues, readers, held = [], [], [], set()
             # Streams until both workers hold one (the kernel spreads new connections).
@@ -231,7 +232,7 @@ def test_a_change_through_one_worker_reaches_streams_on_the_other(two_workers: S
             try:
                 # The ask goes through one worker on a fresh connection; every stream sees it.
                 async with httpx.AsyncClient(
-                    base_url=two_workers.url, cookies=host.cookies
+                    base_url=two_workers.url, cookies=host.cookies, verify=TLS
                 ) as once:
                     assert (
                         await once.post(f"/class/{code}/ask", data={"question": first.id})
@@ -255,7 +256,7 @@ def test_a_students_htmx_answer_shows_what_their_stream_shows(one_worker: Server
     htmx = {"HX-Request": "true"}
 
     async def run() -> None:
-        async with httpx.AsyncClient(base_url=one_worker.url, timeout=30) as host:
+        async with httpx.AsyncClient(base_url=one_worker.url, timeout=30, verify=TLS) as host:
             code = await start_class(host)
             await host.post(f"/class/{code}/lab", data=lab)
             await host.post(f"/class/{code}/ask", data={"question": first.id})
@@ -315,7 +316,7 @@ def test_a_stream_ends_when_its_feed_fails(tmp_path: Path) -> None:
         while not server.started:
             await asyncio.sleep(0.05)
         try:
-            async with httpx.AsyncClient(base_url=url, timeout=30) as host:
+            async with httpx.AsyncClient(base_url=url, timeout=30, verify=TLS) as host:
                 code = await start_class(host)
                 hosted: asyncio.Queue[Event] = asyncio.Queue()
                 watcher = asyncio.create_task(
@@ -381,7 +382,7 @@ def test_classes_started_at_once_never_pass_the_limit(
     )
 
     async def one(start_line: asyncio.Event) -> int:
-        async with httpx.AsyncClient(base_url=server.url, timeout=60) as device:
+        async with httpx.AsyncClient(base_url=server.url, timeout=60, verify=TLS) as device:
             await start_line.wait()
             answer = await device.post("/class/new", data={"password": INSTRUCTOR_PASSWORD})
             return answer.status_code

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from bench._http import TLS
 from bench._servers import Server, stop
 from tests import test_live_server
 from tests.test_live import questions
@@ -33,7 +34,7 @@ def serve(data_dir: Path, workers: int, **settings: str) -> Iterator[Server]:
 
 
 async def start_class(url: str) -> tuple[httpx.AsyncClient, str]:
-    host = httpx.AsyncClient(base_url=url, timeout=30)
+    host = httpx.AsyncClient(base_url=url, timeout=30, verify=TLS)
     return host, await test_live_server.start_class(host)
 
 
@@ -92,7 +93,7 @@ class HealthProbes:
         while not self.stopped.is_set():
             started = time.monotonic()
             try:
-                ok = httpx.get(f"{self.url}/healthz", timeout=10).status_code == 200
+                ok = httpx.get(f"{self.url}/healthz", timeout=10, verify=TLS).status_code == 200
             except httpx.HTTPError:
                 ok = False
             self.times.append(time.monotonic() - started if ok else float("inf"))

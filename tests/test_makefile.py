@@ -25,6 +25,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench._http import TLS
 from tests.conftest import ROOT, free_port
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -264,7 +265,7 @@ def wait_for(url: str, terminal: Terminal, timeout: float) -> None:
         if os.waitpid(terminal.pid, os.WNOHANG)[0]:
             raise AssertionError(f"make run ended before serving:\n{terminal.text()[-3000:]}")
         try:
-            if httpx.get(url, timeout=2).status_code == 200:
+            if httpx.get(url, timeout=2, verify=TLS).status_code == 200:
                 return
         except httpx.TransportError:
             pass
@@ -283,7 +284,9 @@ def runtime_dir(tmp_path: Path) -> Iterator[Path]:
 
 def lesson_example_gradient(url: str) -> dict[str, float]:
     body = {"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10}
-    answer: dict[str, float] = httpx.post(f"{url}/api/gradient", json=body, timeout=10).json()
+    answer: dict[str, float] = httpx.post(
+        f"{url}/api/gradient", json=body, timeout=10, verify=TLS
+    ).json()
     return answer
 
 
@@ -298,7 +301,7 @@ def test_make_run_prints_the_address_and_ctrl_c_exits_0_leaving_no_rank(runtime_
     try:
         wait_for(f"{url}/healthz", terminal, timeout=300)
         deadline = time.monotonic() + 120
-        while httpx.get(f"{url}/api/confirm/status").json()["state"] != "ready":
+        while httpx.get(f"{url}/api/confirm/status", verify=TLS).json()["state"] != "ready":
             assert time.monotonic() < deadline, "the pool did not become ready"
             time.sleep(0.3)
         ranks = {pid for pid, cmd in processes_with(str(runtime_dir)).items() if "worker" in cmd}
@@ -347,14 +350,16 @@ def test_make_run_without_torch_serves_all_but_the_confirmation(
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(f"{url}/healthz", terminal, timeout=480)
-        assert httpx.get(f"{url}/healthz").json()["torch_installed"] is False
+        assert httpx.get(f"{url}/healthz", verify=TLS).json()["torch_installed"] is False
         assert lesson_example_gradient(url)["rank_mean_gradient"] == 2.0
         confirm = httpx.post(
-            f"{url}/api/confirm", json={"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10}
+            f"{url}/api/confirm",
+            json={"counts": [2, 6], "means": [1, 3], "eta": 0.1, "w": 10},
+            verify=TLS,
         )
         assert confirm.status_code == 503
         assert "PyTorch is not installed on this server" in confirm.json()["detail"]
-        assert "PyTorch is not installed on this server" in httpx.get(f"{url}/").text
+        assert "PyTorch is not installed on this server" in httpx.get(f"{url}/", verify=TLS).text
     finally:
         terminal.ctrl_c()
         code = terminal.wait(timeout=60)

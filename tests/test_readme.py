@@ -20,6 +20,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.settings import Settings
+from bench._http import TLS
 from tests.conftest import ROOT, LiveServer, OffHostLog, new_page
 
 README = ROOT / "README.md"
@@ -183,7 +184,7 @@ def same(expected: Any, actual: Any, where: str = "$") -> None:
 def ready_server(live_server: LiveServer) -> LiveServer:
     """The session's live uvicorn once its confirmation pool answers."""
     deadline = time.monotonic() + 120
-    while httpx.get(f"{live_server.url}/api/confirm/status").json()["state"] != "ready":
+    while httpx.get(f"{live_server.url}/api/confirm/status", verify=TLS).json()["state"] != "ready":
         assert time.monotonic() < deadline, "the confirmation pool did not become ready"
         time.sleep(0.3)
     return live_server

@@ -26,6 +26,7 @@ import httpx
 import pytest
 
 from app.lesson.quiz import Question
+from bench._http import TLS
 from bench._servers import free_port
 from tests.conftest import INSTRUCTOR_PASSWORD, ROOT, LiveServer, start_server, stop_server
 from tests.servers import Postgres, require
@@ -54,7 +55,9 @@ class Events:
     _arrived: threading.Condition = field(default_factory=threading.Condition)
 
     def __post_init__(self) -> None:
-        self._client = httpx.Client(cookies=self.cookies, timeout=httpx.Timeout(WAIT_S, read=None))
+        self._client = httpx.Client(
+            cookies=self.cookies, timeout=httpx.Timeout(WAIT_S, read=None), verify=TLS
+        )
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
 
@@ -104,7 +107,7 @@ def answered(count: int) -> Callable[[str], bool]:
 class Browser:
     """A browser: its own cookies, sent to whichever replica it talks to."""
 
-    client: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=WAIT_S))
+    client: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=WAIT_S, verify=TLS))
 
     def post(self, server: LiveServer, path: str, **data: str) -> httpx.Response:
         return self.client.post(f"{server.url}{path}", data=data)
@@ -271,7 +274,7 @@ def test_listen_connections_terminated_lose_no_answer_and_live_updates_resume(
 
 
 def health(server: LiveServer) -> dict[str, object]:
-    got = httpx.get(f"{server.url}/healthz", timeout=WAIT_S)
+    got = httpx.get(f"{server.url}/healthz", timeout=WAIT_S, verify=TLS)
     assert got.status_code == 200
     body: dict[str, object] = got.json()
     return body
@@ -318,7 +321,7 @@ def test_postgresql_stopped_answers_503_with_retry_after_and_recovers(
             assert now["database_reachable"] is False
             assert now["status"] == "degraded"
             # The lesson itself needs no database.
-            assert httpx.get(f"{server.url}/", timeout=WAIT_S).status_code == 200
+            assert httpx.get(f"{server.url}/", timeout=WAIT_S, verify=TLS).status_code == 200
 
             private_postgres.start()
             wait_until(lambda: health(server)["database_reachable"] is True)
@@ -449,7 +452,7 @@ def proxy(tmp_path: Path, replicas: list[LiveServer]) -> Iterator[LiveServer]:
 
 def _answers(url: str) -> bool:
     try:
-        return httpx.get(url, timeout=2).status_code == 200
+        return httpx.get(url, timeout=2, verify=TLS).status_code == 200
     except httpx.TransportError:
         return False
 

@@ -17,6 +17,7 @@ from app.lesson.quiz import read_results, sign_results
 from app.main import create_app
 from app.settings import Settings
 from app.web.secretkey import KEY_FILE, PASSWORD_FILE, SecretKeyError, kept_secret
+from bench._http import TLS
 from bench._procs import uvicorn_workers
 from bench._servers import Server, free_port, launch, stop
 from tests.test_classroom import cpu_ticks, fresh_connection_get, questions
@@ -106,7 +107,7 @@ def test_two_workers_share_the_generated_key_and_a_restart_keeps_scores(
     workers = uvicorn_workers(server.process.pid)
     assert len(workers) == 2
     first = questions()[0]
-    with httpx.Client(base_url=server.url, timeout=30) as student:
+    with httpx.Client(base_url=server.url, timeout=30, verify=TLS) as student:
         answer = student.post(
             "/quiz", data={"question": first.id, "choice": str(first.answer_number)}
         )
@@ -215,7 +216,7 @@ def test_python_m_app_prints_the_password_and_every_worker_shares_key_and_passwo
         assert str(data_dir / PASSWORD_FILE) in said
         workers = uvicorn_workers(server.process.pid)
         assert len(workers) == 2
-        with httpx.Client(base_url=server.url, timeout=30) as host:
+        with httpx.Client(base_url=server.url, timeout=30, verify=TLS) as host:
             started = host.post("/class/new", data={"password": password})
             assert started.status_code == 303, started.text[:300]
             code = started.headers["location"].split("/")[2]
@@ -225,7 +226,7 @@ def test_python_m_app_prints_the_password_and_every_worker_shares_key_and_passwo
         for _ in range(20):
             page = fresh_connection_get(f"{server.url}/class/{code}/host", cookies)
             assert page.status == 200
-        with httpx.Client(base_url=server.url, timeout=30) as other:
+        with httpx.Client(base_url=server.url, timeout=30, verify=TLS) as other:
             for _ in range(2):
                 again = other.post("/class/new", data={"password": password})
                 assert again.status_code == 303

@@ -23,6 +23,7 @@ import pytest
 
 from app.web.server import SEND_BUFFER_BYTES
 from bench import hostile
+from bench._http import TLS
 from bench._servers import Server, free_port, launch, stop
 
 # Deadlines far shorter than the shipped ones: what is tested is that each one holds, not its
@@ -219,7 +220,7 @@ def test_1500_half_sent_requests_do_not_delay_healthz(guarded: Server) -> None:
             held.append(sock)
         settle(pid)
         latencies = []
-        with httpx.Client(base_url=guarded.url, timeout=10) as client:
+        with httpx.Client(base_url=guarded.url, timeout=10, verify=TLS) as client:
             for _ in range(5):
                 started = time.monotonic()
                 assert client.get("/healthz").status_code == 200
@@ -397,7 +398,7 @@ def test_200_slow_readers_hold_little_and_do_not_delay_healthz(guarded: Server) 
         queues = send_queues(address(guarded)[1])
         assert len(queues) >= 100, "most were dropped before their write timeout"
         assert max(queues) <= 3 * SEND_BUFFER_BYTES, max(queues)
-        with httpx.Client(base_url=guarded.url, timeout=10) as client:
+        with httpx.Client(base_url=guarded.url, timeout=10, verify=TLS) as client:
             for path in ("/healthz", "/", "/healthz", "/"):
                 started = time.monotonic()
                 assert client.get(path).status_code == 200
@@ -436,7 +437,7 @@ def test_clients_that_pipeline_and_hang_up_leave_no_traceback(
 ) -> None:
     size_before = server_log.stat().st_size
     asyncio.run(hostile.hang_ups(address(guarded)[1], clients=20, pipelined=5))
-    with httpx.Client(base_url=guarded.url) as client:
+    with httpx.Client(base_url=guarded.url, verify=TLS) as client:
         assert client.get("/healthz").status_code == 200
     logged = server_log.read_bytes()[size_before:]
     assert b"Traceback" not in logged, logged[:2000].decode(errors="replace")
@@ -458,7 +459,7 @@ def test_1000_slow_bodies_do_not_delay_healthz(as_shipped: Server) -> None:
             held.append(sock)
         settle(pid)
         assert open_fds(pid) <= fds_before + CAP + 5
-        with httpx.Client(base_url=as_shipped.url, timeout=10) as client:
+        with httpx.Client(base_url=as_shipped.url, timeout=10, verify=TLS) as client:
             for path in ("/healthz", "/", "/healthz"):
                 started = time.monotonic()
                 assert client.get(path).status_code == 200

@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.lesson.quiz import Question
+from bench._http import TLS
 from tests.browser import test_lesson_page
 from tests.browser.test_live import LIVE_S, Classroom, ask, join, serious, start_class
 from tests.conftest import ARTIFACTS, ROOT
@@ -63,7 +64,9 @@ class Students:
         # request sent after a gap that long can meet the server's close (CI: "Server
         # disconnected without sending a response" on a student's second request).
         idle = httpx.Limits(keepalive_expiry=1.0)
-        self.clients = [httpx.Client(base_url=url, limits=idle) for _ in range(STUDENTS)]
+        self.clients = [
+            httpx.Client(base_url=url, limits=idle, verify=TLS) for _ in range(STUDENTS)
+        ]
         for n, client in enumerate(self.clients):
             joined = client.post("/join", data={"code": code, "nickname": f"Student {n:02}"})
             assert joined.status_code == 303, joined.text[:200]

@@ -26,6 +26,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.live.view import ATTENTION_ROWS
+from bench._http import TLS
 from bench._sse import request
 from tests.browser.test_live import DESKTOP, LIVE_S, Classroom
 from tests.conftest import INSTRUCTOR_PASSWORD, OffHostLog, new_page
@@ -102,7 +103,9 @@ class Answering(threading.Thread):
     async def _answer(self) -> None:
         self.gate = asyncio.Semaphore(IN_FLIGHT)
         limits = httpx.Limits(max_connections=IN_FLIGHT)
-        async with httpx.AsyncClient(base_url=self.url, timeout=30, limits=limits) as client:
+        async with httpx.AsyncClient(
+            base_url=self.url, timeout=30, limits=limits, verify=TLS
+        ) as client:
             pending: set[asyncio.Task[None]] = set()
             start = time.monotonic()
             while not self.stopped.is_set():
