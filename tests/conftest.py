@@ -68,6 +68,8 @@ SERVER_FIXTURES = {
     "private_postgres",
 }
 POOL_FIXTURES = {"confirm_client"}
+# The xdist group of the modules that use the session's live_server.
+LIVE_SERVER_GROUP = "live-server"
 SLOW_KINDS = ("browser", "server", "distributed", "slow", "xdist_group")
 SERVER_MODULES = {
     "test_classroom.py",
@@ -133,8 +135,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # tryfirst: before xdist's own hook reads the xdist_group marks.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The modules of the session's live_server run on one worker, each whole (its other tests
+    # may share a module fixture with them): one server and pool, not one on each worker, each
+    # pool's eight gloo ranks waking about 100 times a second while they wait.
+    on_live_server = {i.path for i in items if "live_server" in getattr(i, "fixturenames", ())}
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
+        if item.path in on_live_server and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(LIVE_SERVER_GROUP))
         # Under `--dist loadgroup` a module's tests that share a module-scoped fixture (a
         # Chromium and its pages, a server, a pool) run on one worker: the fixture starts once,
         # not once on each worker.
@@ -294,9 +302,10 @@ def stop_server(server: LiveServer) -> None:
 
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """One uvicorn on a free loopback port for the whole session, its confirmation pool in a
-    runtime folder of its own: a server started elsewhere on this machine (``make run``, another
-    test's) cannot own the pool it would share, so this one's examples hold ("role": "owner")."""
+    """One uvicorn on a free loopback port for the whole session (its modules run on one xdist
+    worker: LIVE_SERVER_GROUP), its confirmation pool in a runtime folder of its own: a server
+    started elsewhere on this machine (``make run``, another test's) cannot own the pool it
+    would share, so this one's examples hold ("role": "owner")."""
     runtime = tmp_path_factory.mktemp("live-server-runtime")
     server = start_server({"ATLAS_CONFIRM_RUNTIME_DIR": str(runtime)})
     try:
