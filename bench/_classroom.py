@@ -38,7 +38,11 @@ def start_like_the_image(runtime_dir: Path, workers: int = 2) -> Server:
     return launch([*command, "--log-level", "warning"], port=port, ready_path="/healthz", env=env)
 
 
-def wait_pool_ready(url: str, timeout: float = 120.0) -> int:
+# Seconds within which a pool, new or rebuilt after a kill, is ready.
+POOL_READY_S = 120.0
+
+
+def wait_pool_ready(url: str, timeout: float = POOL_READY_S) -> int:
     """Wait until the confirmation pool is ready; returns its world size (the bound)."""
     deadline = time.monotonic() + timeout
     status: dict[str, object] = {}

@@ -27,6 +27,7 @@ from app.lesson.render import render_lesson
 from app.settings import Settings
 from app.web.secretkey import KEY_FILE
 from bench._classroom import (
+    POOL_READY_S,
     TorchSampler,
     confirm_body,
     own_pool,
@@ -42,8 +43,6 @@ LAB_QUERY = "counts=2,6&means=1,3&eta=0.1&w=10"
 HX = {"HX-Request": "true"}
 MAX_SERVER_RSS = 150 * 1024 * 1024
 CONFIRM_BOUND = 8
-# Seconds within which a pool, killed or new, is ready again (wait_pool_ready's own bound).
-POOL_READY_S = 120.0
 
 
 def questions() -> list[Question]:
