@@ -89,15 +89,18 @@ def launch(
     env: Mapping[str, str] | None = None,
     cwd: Path = ROOT,
     log: IO[bytes] | None = None,
+    timeout: float = 60.0,
+    poll_s: float = 0.05,
 ) -> Server:
     """Start ``command`` (a server on ``port``, environment ``env`` or this process's, in
-    ``cwd``, its output in ``log`` or this process's) and return once ``ready_path`` answers 200."""
+    ``cwd``, its output in ``log`` or this process's) and return once ``ready_path`` answers 200,
+    asked every ``poll_s`` seconds (stopped, and an error, if it does not within ``timeout``)."""
     environment = dict(os.environ if env is None else env)
     started = time.monotonic()
     process = subprocess.Popen(list(command), cwd=cwd, env=environment, stdout=log, stderr=log)
     server = Server(url=f"http://127.0.0.1:{port}", process=process)
     try:
-        wait_ready(server, ready_path)
+        wait_ready(server, ready_path, timeout, poll_s)
     except BaseException:
         stop(server)
         raise
@@ -136,7 +139,7 @@ def serve(
         stop(server)
 
 
-def wait_ready(server: Server, path: str, timeout: float = 60.0) -> None:
+def wait_ready(server: Server, path: str, timeout: float = 60.0, poll_s: float = 0.05) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
@@ -146,5 +149,5 @@ def wait_ready(server: Server, path: str, timeout: float = 60.0) -> None:
                 return
         except httpx.TransportError:
             pass
-        time.sleep(0.05)
+        time.sleep(poll_s)
     raise RuntimeError(f"{server.url}{path} did not answer 200 within {timeout} s")

@@ -18,7 +18,6 @@ Run: ``.venv/bin/python -m bench.confirm [--cold 3] [--warm 100]``.
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,7 @@ import httpx
 
 from bench._http import TLS
 from bench._procs import descendants, holds_torch
-from bench._servers import APP, ROOT, Server, free_port, stop, uvicorn_command
+from bench._servers import APP, ROOT, free_port, launch, stop, uvicorn_command
 
 LESSON_FLAGS = ["--counts", "2,6", "--means", "1,3", "--eta", "0.1", "--w", "10"]
 
@@ -100,28 +99,29 @@ def floor(url: str, count: int) -> list[float]:
 
 
 def warm_server(count: int) -> dict[str, Any]:
+    folder = tempfile.TemporaryDirectory(prefix="atlas-confirm-bench-", ignore_cleanup_errors=True)
+    with folder as runtime:
+        return warm_server_in(runtime, count)
+
+
+def warm_server_in(runtime: str, count: int) -> dict[str, Any]:
+    """The warm figures of a server whose pool runs in ``runtime``."""
     port = free_port()
-    runtime = tempfile.mkdtemp(prefix="atlas-confirm-bench-")
     env = {**os.environ, "ATLAS_CONFIRM_RUNTIME_DIR": runtime, "ATLAS_CONFIRM_CACHE_SIZE": "0"}
-    launched = time.perf_counter()
-    process = subprocess.Popen(uvicorn_command(APP, port, 1), cwd=ROOT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    server = Server(url=url, process=process)
+    # Polled every 10 ms: the time to the first /healthz is a figure here, not only a wait.
+    server = launch(
+        uvicorn_command(APP, port, 1), port=port, ready_path="/healthz", env=env, poll_s=0.01
+    )
+    process, url, launched = server.process, server.url, time.monotonic() - server.startup_s
     try:
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1, verify=TLS).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.01)
-        healthz_s = time.perf_counter() - launched
+        healthz_s = server.startup_s
         # The first confirmation, sent as soon as the server answers: it waits for the pool.
         started = time.perf_counter()
         httpx.post(
             f"{url}/api/confirm", json=body(2, 10_000), timeout=120, verify=TLS
         ).raise_for_status()
         first_ms = (time.perf_counter() - started) * 1000
-        ready_s = time.perf_counter() - launched
+        ready_s = time.monotonic() - launched
         results: dict[str, Any] = {
             "healthz_after_launch_s": healthz_s,
             "first_request_ms": first_ms,
@@ -141,7 +141,6 @@ def warm_server(count: int) -> dict[str, Any]:
         return results
     finally:
         stop(server)
-        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def main() -> None:

@@ -5,22 +5,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import settings as hypothesis_settings
 
 from app.main import create_app
 from app.settings import Settings
-from bench._http import TLS
-from bench._servers import free_port
+from bench._servers import Server, free_port, launch, stop
 
 # The suite shares two cores with other work: one example's wall time says nothing about the
 # code (a 0.7 ms example took 850 ms under load), so property tests run without a deadline.
@@ -248,56 +245,29 @@ def run_benchmark(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@dataclass
-class LiveServer:
-    """A real uvicorn process on loopback."""
+@dataclass(frozen=True)
+class LiveServer(Server):
+    """A real uvicorn process on loopback, and the environment it was started with."""
 
-    url: str
-    process: subprocess.Popen[bytes]
     env: dict[str, str] = field(default_factory=dict)
 
 
-def start_server(extra_env: dict[str, str] | None = None, timeout: float = 30.0) -> LiveServer:
+def start_server(
+    extra_env: dict[str, str] | None = None,
+    *,
+    interpreter: Sequence[str] = (sys.executable,),
+    options: Sequence[str] = (),
+    timeout: float = 60.0,
+) -> LiveServer:
+    """``uvicorn --factory app.main:create_app`` on a free loopback port (under ``interpreter``,
+    with ``options`` added), once /healthz answers (within ``timeout`` seconds); stopped with
+    ``bench._servers.stop``."""
     port = free_port()
     env = {**os.environ, **(extra_env or {})}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--factory",
-            "app.main:create_app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"uvicorn exited with {process.returncode} before serving")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1.0, verify=TLS).status_code == 200:
-                return LiveServer(url=url, process=process, env=env)
-        except httpx.TransportError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError(f"uvicorn did not answer on {url} within {timeout} s")
-
-
-def stop_server(server: LiveServer) -> None:
-    server.process.terminate()
-    try:
-        server.process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait()
+    command = [*interpreter, "-m", "uvicorn", "--factory", "app.main:create_app"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *options]
+    server = launch(command, port=port, ready_path="/healthz", env=env, timeout=timeout)
+    return LiveServer(server.url, server.process, server.startup_s, env)
 
 
 @pytest.fixture(scope="session")
@@ -311,7 +281,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     try:
         yield server
     finally:
-        stop_server(server)
+        stop(server)
 
 
 INSTALL_CHROMIUM = "apt-get install -y chromium-headless-shell"

@@ -29,8 +29,9 @@ from itsdangerous import URLSafeSerializer
 from app.live.access import STUDENT_SALT, student_cookie
 from bench._http import TLS
 from bench._procs import uvicorn_workers
+from bench._servers import launch
 from tests.confirming import run_own_loop
-from tests.conftest import ROOT, free_port
+from tests.conftest import free_port
 from tests.test_confirm_server import (
     POOL_READY_SECONDS,
     descendants,
@@ -81,18 +82,8 @@ def serve(runtime: str, **settings: str) -> App:
     port = free_port()
     env = {**os.environ, "ATLAS_CONFIRM_RUNTIME_DIR": runtime, **settings}
     command = [sys.executable, "-m", "app", "--workers", "2", "--port", str(port)]
-    process = subprocess.Popen([*command, "--no-access-log"], cwd=ROOT, env=env)
-    live = App(process, f"http://127.0.0.1:{port}", runtime)
-    deadline = time.monotonic() + 60
-    while True:
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise AssertionError("python -m app did not answer /healthz within 60 s")
-        try:
-            if httpx.get(f"{live.url}/healthz", timeout=1, verify=TLS).status_code == 200:
-                return live
-        except httpx.TransportError:
-            time.sleep(0.1)
+    server = launch([*command, "--no-access-log"], port=port, ready_path="/healthz", env=env)
+    return App(server.process, server.url, runtime)
 
 
 def stop(live: App) -> None:

@@ -20,7 +20,8 @@ import pytest
 from app.confirm.pool import process_gone
 from bench._http import TLS
 from bench._procs import uvicorn_workers
-from tests.conftest import ROOT, free_port, start_server, stop_server
+from bench._servers import stop
+from tests.conftest import ROOT, start_server
 
 pytestmark = pytest.mark.distributed
 
@@ -127,7 +128,7 @@ def server() -> Iterator[PoolServer]:
         state = httpx.get(f"{live.url}/api/confirm/status", timeout=10, verify=TLS).json()["state"]
         yield PoolServer(live.url, live.process, state)
     finally:
-        stop_server(live)
+        stop(live)
         shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)
 
 
@@ -278,7 +279,7 @@ def test_shutdown_leaves_no_process_behind(stop_signal: signal.Signals, exit_sta
         assert server.process.wait(timeout=30) == exit_status
         assert wait_gone(tree) == set()
     finally:
-        stop_server(server)
+        stop(server)
         shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)
 
 
@@ -295,44 +296,12 @@ def test_shutdown_while_the_pool_is_still_starting() -> None:
         assert (
             httpx.get(f"{server.url}/api/confirm/status", verify=TLS).json()["state"] == "starting"
         )
-        stop_server(server)
+        stop(server)
         assert wait_gone(tree) == set()
         assert descendants(server.process.pid) == set()
     finally:
-        stop_server(server)
+        stop(server)
         shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)
-
-
-def launch(
-    interpreter: list[str], options: list[str], env: dict[str, str]
-) -> tuple[subprocess.Popen[bytes], str]:
-    """A uvicorn under any interpreter flags and with any uvicorn options; waits for /healthz."""
-    port = free_port()
-    command = [*interpreter, "-m", "uvicorn", "--factory", "app.main:create_app"]
-    command += ["--host", "127.0.0.1"]
-    command += ["--port", str(port), "--log-level", "warning", *options]
-    process = subprocess.Popen(command, cwd=ROOT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"uvicorn exited with {process.returncode}"
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1, verify=TLS).status_code == 200:
-                return process, url
-        except httpx.TransportError:
-            time.sleep(0.1)
-    process.kill()
-    raise AssertionError("uvicorn did not answer")
-
-
-def halt(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def ranks_anywhere(runtime: str) -> set[int]:
@@ -360,7 +329,8 @@ def roles_seen(url: str, attempts: int = 200) -> set[str]:
 
 def test_two_web_workers_share_one_pool_and_take_it_over() -> None:
     env = {**os.environ, **runtime_env()}
-    process, url = launch([sys.executable], ["--workers", "2"], env)
+    server = start_server(env, options=["--workers", "2"])
+    process, url = server.process, server.url
     try:
         wait_ready(url)
         assert len(torch_processes(process.pid)) == 8, "one pool for both web workers"
@@ -388,7 +358,7 @@ def test_two_web_workers_share_one_pool_and_take_it_over() -> None:
         assert len(torch_processes(process.pid)) == 8
         tree = descendants(process.pid)
     finally:
-        halt(process)
+        stop(server)
         shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)
     assert wait_gone(tree) == set()
 
@@ -402,7 +372,8 @@ def test_without_torch_installed_confirm_is_503_with_the_install_hint(tmp_path: 
         if not entry.name.lower().startswith(("torch", "functorch", "torchgen")):
             (packages / entry.name).symlink_to(entry)
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{packages}", **runtime_env()}
-    process, url = launch([sys.executable, "-S"], [], env)
+    server = start_server(env, interpreter=[sys.executable, "-S"])
+    process, url = server.process, server.url
     try:
         assert httpx.get(f"{url}/healthz", verify=TLS).json()["torch_installed"] is False
         response = post(url, body_for(2, 1))
@@ -414,7 +385,7 @@ def test_without_torch_installed_confirm_is_503_with_the_install_hint(tmp_path: 
         assert httpx.post(f"{url}/api/gradient", json=body_for(2, 1), verify=TLS).status_code == 200
         assert descendants(process.pid) == set(), "no pool process without torch"
     finally:
-        halt(process)
+        stop(server)
         shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)
 
 
@@ -427,5 +398,5 @@ def test_turned_off_by_setting_is_503_and_starts_no_process() -> None:
         assert "ATLAS_CONFIRM_ENABLED=false" in response.json()["detail"]
         assert descendants(server.process.pid) == set()
     finally:
-        stop_server(server)
+        stop(server)
         shutil.rmtree(env["ATLAS_CONFIRM_RUNTIME_DIR"], ignore_errors=True)

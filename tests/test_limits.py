@@ -11,7 +11,8 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from app.web.limits import ECHO_CHARS, MAX_ERRORS_LISTED, short
-from tests.conftest import LiveServer, start_server, stop_server
+from bench._servers import stop
+from tests.conftest import LiveServer, start_server
 
 URL_LIMIT = 1_024
 BODY_LIMIT = 4_096
@@ -157,7 +158,7 @@ def limited() -> Iterator[LiveServer]:
     try:
         yield server
     finally:
-        stop_server(server)
+        stop(server)
 
 
 def raw_exchange(server: LiveServer, head: bytes, body: bytes, wait: float) -> bytes:

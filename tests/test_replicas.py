@@ -27,8 +27,8 @@ import pytest
 
 from app.lesson.quiz import Question
 from bench._http import TLS
-from bench._servers import free_port
-from tests.conftest import INSTRUCTOR_PASSWORD, ROOT, LiveServer, start_server, stop_server
+from bench._servers import free_port, launch, stop
+from tests.conftest import INSTRUCTOR_PASSWORD, ROOT, LiveServer, start_server
 from tests.servers import Postgres, require
 from tests.test_live import questions, wrong
 
@@ -135,7 +135,7 @@ def replicas(tmp_path: Path, postgres_url: str) -> Iterator[list[LiveServer]]:
         yield started
     finally:
         for server in started:
-            stop_server(server)
+            stop(server)
 
 
 def start_class(host: Browser, server: LiveServer, question: Question) -> str:
@@ -338,7 +338,7 @@ def test_postgresql_stopped_answers_503_with_retry_after_and_recovers(
             ("Late", str(q1.answer_number)),
         ]
     finally:
-        stop_server(server)
+        stop(server)
 
 
 def test_replicas_starting_together_migrate_once(tmp_path: Path, postgres_url: str) -> None:
@@ -361,7 +361,7 @@ def test_replicas_starting_together_migrate_once(tmp_path: Path, postgres_url: s
             assert health(server)["database_reachable"] is True
     finally:
         for server in started:
-            stop_server(server)
+            stop(server)
 
 
 def test_python_m_app_migrate_runs_the_migrations_alone(
@@ -440,21 +440,14 @@ def proxy(tmp_path: Path, replicas: list[LiveServer]) -> Iterator[LiveServer]:
     conf = folder / "nginx.conf"
     replica_ports = [int(server.url.rsplit(":", 1)[1]) for server in replicas]
     conf.write_text(proxy_config(folder, port, replica_ports))
-    process = subprocess.Popen([str(nginx), "-c", str(conf), "-p", str(folder)])
-    front = LiveServer(url=f"http://127.0.0.1:{port}", process=process, env={})
+    nginx_server = launch(
+        [str(nginx), "-c", str(conf), "-p", str(folder)], port=port, ready_path="/healthz"
+    )
+    front = LiveServer(nginx_server.url, nginx_server.process, nginx_server.startup_s)
     try:
-        wait_until(lambda: _answers(f"{front.url}/healthz"))
         yield front
     finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=2, verify=TLS).status_code == 200
-    except httpx.TransportError:
-        return False
+        stop(front)
 
 
 def test_a_class_through_the_compose_proxy_streams_live_and_outlives_a_replica(

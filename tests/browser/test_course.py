@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
+from bench._servers import stop
 from tests.browser import test_lesson_page
 from tests.browser.test_lesson_page import ConsoleLog, choose_and_check
-from tests.conftest import LiveServer, start_server, stop_server
+from tests.conftest import LiveServer, start_server
 from tests.test_course import FLOAT_SLUG, course_folder
 
 pytestmark = pytest.mark.browser
@@ -31,7 +32,7 @@ def course_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
     try:
         yield server
     finally:
-        stop_server(server)
+        stop(server)
 
 
 def violations(page: Any) -> list[tuple[str, str, list[Any]]]:
