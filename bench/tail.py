@@ -21,7 +21,7 @@ it; app well above burn says the app stalls on its own. The goal row is what thi
 stall-free server at exactly 0.4x: a p99 ratio above 2.5x there says the two halves of the goal
 cannot both be met on this host by making requests cheaper.
 
-    python -m bench.tail [--seconds 10] [--pairs 3] [--workers 1]
+    python -m bench.tail [--seconds 10] [--pairs 3] [--workers 1] [--tries 3]
 """
 
 import json
@@ -53,6 +53,9 @@ WAYS = ("floor", "app", "burn", "goal")
 # The goal server's extra CPU per request, in floor requests: 1 + 1.5 = 2.5x the floor's cost,
 # the cost at which a server without stalls runs at 0.4x the floor's throughput.
 GOAL_EXTRA = 1 / GOAL_RPS_RATIO - 1
+# Tries to bring each spinning floor within 3 % of its aimed cost; the last is kept whatever it
+# measured (calibrated_floor).
+TRIES = 3
 
 
 @dataclass(frozen=True)
@@ -105,28 +108,31 @@ def calibrated_floor(
     floor_ms: float,
     spin_us: float,
     seconds: float,
+    tries: int = TRIES,
 ) -> tuple[Server, float]:
     """A spinning floor that costs (floor_ms + spin_us) / floor_ms times the floor per request,
     within 3 %, kept open on ``stack``, and the spin that does it. A spin's measured cost
     drifts from its sum (the clock reads, the floor's own cost moving between runs), so each
     try runs the floor and the spinning floor for ``seconds`` each and corrects the spin by the
-    error against that floor run; the third try is kept whatever it measured."""
+    error against that floor run; the last of ``tries`` is kept whatever it measured."""
     ratio = 1 + spin_us / 1000 / floor_ms
-    for attempt in range(3):
+    for attempt in range(tries):
         server_stack = ExitStack()
         server = server_stack.enter_context(spinning_floor(index, spin_us, workers))
         run_once(server, TARGET, 1)  # its first answers build what later ones reuse
         floor_now = run_once(floor, TARGET, seconds).cpu_ms_per_request
         error_us = (run_once(server, TARGET, seconds).cpu_ms_per_request - ratio * floor_now) * 1000
-        if abs(error_us) <= 0.03 * ratio * floor_now * 1000 or attempt == 2:
+        if abs(error_us) <= 0.03 * ratio * floor_now * 1000 or attempt == tries - 1:
             stack.push(server_stack)
             return server, spin_us
         server_stack.close()
         spin_us = max(0.0, spin_us - error_us)
-    raise AssertionError("unreachable")
+    raise AssertionError("unreachable: tries is at least 1")
 
 
-def measure(workers: int, seconds: float, pairs: int, app_dir: Path = ROOT) -> list[Way]:
+def measure(
+    workers: int, seconds: float, pairs: int, app_dir: Path = ROOT, tries: int = TRIES
+) -> list[Way]:
     with tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
         pool_env = {"ATLAS_CONFIRM_RUNTIME_DIR": str(Path(folder) / "pool")}
         app = stack.enter_context(
@@ -147,7 +153,7 @@ def measure(workers: int, seconds: float, pairs: int, app_dir: Path = ROOT) -> l
         servers = {"floor": floor, "app": app}
         for name, spin_us in spins.items():
             servers[name], spins[name] = calibrated_floor(
-                stack, index, floor, workers, floor_ms, spin_us, max(0.5, seconds / 2)
+                stack, index, floor, workers, floor_ms, spin_us, max(0.5, seconds / 2), tries
             )
         rotations = [
             {name: run_once(server, TARGET, seconds) for name, server in servers.items()}
@@ -179,7 +185,15 @@ def format_way(way: Way) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = paired_runs_parser("python -m bench.tail", __doc__.splitlines()[0], 10.0)
     parser.add_argument("--workers", type=int, default=1, help="uvicorn workers of each server")
+    parser.add_argument(
+        "--tries",
+        type=int,
+        default=TRIES,
+        help=f"tries to bring each spinning floor within 3 %% of its aimed cost (default {TRIES})",
+    )
     args = parser.parse_args(argv)
+    if args.tries < 1:
+        parser.error(f"--tries must be at least 1, not {args.tries}")
     if not wrk_available():
         print("wrk is not installed (apt-get install -y wrk)", file=sys.stderr)
         return 2
@@ -187,7 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"app from {args.app_dir}; {TARGET.name}, {TARGET.connections} connections,"
         f" {args.workers} worker(s); medians of {args.pairs} rotation(s) of {args.seconds:g} s runs"
     )
-    ways = {way.name: way for way in measure(args.workers, args.seconds, args.pairs, args.app_dir)}
+    measured = measure(args.workers, args.seconds, args.pairs, args.app_dir, args.tries)
+    ways = {way.name: way for way in measured}
     print(HEADER)
     for way in ways.values():
         print(format_way(way))
