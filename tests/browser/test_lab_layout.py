@@ -186,10 +186,11 @@ def test_no_sideways_scrolling(live_server: LiveServer, sized_page: Any) -> None
         assert sized_page.evaluate("document.documentElement.scrollWidth <= innerWidth"), query
 
 
-def serious_violations(page: Any) -> list[tuple[str, list[Any]]]:
+def serious_violations(page: Any, context: str | None = None) -> list[tuple[str, list[Any]]]:
+    """axe's serious and critical findings on the page, or on ``context`` (a selector) only."""
     from axe_playwright_python.sync_playwright import Axe
 
-    results = Axe().run(page)
+    results = Axe().run(page, context=context)
     return [
         (v["id"], [n["target"] for n in v["nodes"]][:5])
         for v in results.response["violations"]
@@ -212,7 +213,10 @@ def test_new_states_have_no_serious_accessibility_violations(
         if added == "playing":
             page.get_by_role("button", name="Step").click()
             expect(page.locator(".lab-player-step")).to_have_text("step 0 of 30")
-        assert serious_violations(page) == [], (width, added)
+        # Playing changes the lab alone: the page around it, at this width and in this scheme, is
+        # checked whole with the stale state and in presenter mode (which refolds it).
+        context = "#lab" if added == "playing" else None
+        assert serious_violations(page, context) == [], (width, added)
 
 
 def test_presenter_mode_folds_the_lesson_and_widens_the_lab(
