@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from http.cookies import Morsel, SimpleCookie
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -28,6 +29,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from app.live import guesses as guesses_module
 from app.live import lifecycle
 from app.live.access import ParticipantKey, host_cookie, screen_cookie, student_cookie
 from app.live.codes import new_code, read_code
@@ -181,6 +183,21 @@ def test_a_refusal_says_when_the_client_may_try_again_its_turn_or_its_misses_lea
     two_free.missed("eve")
     two_free.missed("eve")
     assert 99 <= refusal(two_free, "eve").retry_after <= 100
+
+
+@pytest.mark.parametrize(
+    "reading", [0.0, 32728.185951439325, 65349.77915431363, 130848.87966840655]
+)
+def test_a_refusal_says_the_same_wait_whatever_the_clock_reads(
+    monkeypatch: pytest.MonkeyPatch, reading: float
+) -> None:
+    """A turn 300 s away with a 10-s wait is 290 s at any reading of the clock: at these (of
+    about 1 in 1,300), ``now + 300 - 10 - now`` is 290.00000000001 in floating point, which a
+    wait rounded up would say as 291."""
+    monkeypatch.setattr(guesses_module, "time", SimpleNamespace(monotonic=lambda: reading))
+    limit = guesses(free=1, window_s=1000, gap_s=300, max_wait_s=10)
+    limit.missed("eve")
+    assert refusal(limit, "eve").retry_after == 290
 
 
 def test_at_two_minutes_a_wait_is_said_in_minutes_rounded_up() -> None:

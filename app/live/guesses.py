@@ -93,16 +93,18 @@ class Guesses:
         found = self._recent(client, now)
         if found is None or len(found.misses) < self.free:
             return
-        turn = max(now, found.next_turn) + self.gap_s
-        if turn - now > self.max_wait_s:
+        # How far its turn is, from now: reckoned apart from the clock's reading, whose
+        # rounding would make a 290-s wait 290.00000001 s and say 291.
+        ahead = max(0.0, found.next_turn - now) + self.gap_s
+        if ahead > self.max_wait_s:
             # Free again at its turn, or when enough misses left the window.
-            freed = found.misses[len(found.misses) - self.free] + self.window_s
-            wait = max(1, math.ceil(min(turn - self.max_wait_s, freed) - now))
+            freed = found.misses[len(found.misses) - self.free] + self.window_s - now
+            wait = max(1, math.ceil(min(ahead - self.max_wait_s, freed)))
             raise TooManyGuessesError(
                 f"{self.told}: try again in {_duration(wait)}.", self.field, retry_after=wait
             )
-        found.next_turn = turn
-        await asyncio.sleep(turn - now)
+        found.next_turn = now + ahead
+        await asyncio.sleep(ahead)
 
     def missed(self, client: str) -> None:
         """This client's try was wrong."""
