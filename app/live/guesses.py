@@ -94,7 +94,7 @@ class Guesses:
         if found is None or len(found.misses) < self.free:
             return
         # How far its turn is, from now: reckoned apart from the clock's reading, whose
-        # rounding would make a 290-s wait 290.00000001 s and say 291.
+        # rounding can make a 290-s wait 290.00000000001 s and say 291.
         ahead = max(0.0, found.next_turn - now) + self.gap_s
         if ahead > self.max_wait_s:
             # Free again at its turn, or when enough misses left the window.
